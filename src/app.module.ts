@@ -1,0 +1,49 @@
+import { ApolloDriver, ApolloDriverConfig } from '@nestjs/apollo';
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { GraphQLModule } from '@nestjs/graphql';
+import { BATON_CONFIG, BatonConfig } from './config/config.js';
+import { EventStoreModule } from './event-store/event-store.module.js';
+import { formatError } from './graphql/format-error.js';
+import { queryLimitsRule } from './graphql/query-limits.js';
+import { HealthController } from './health/health.controller.js';
+import { TasksModule } from './tasks/tasks.module.js';
+import { TokensModule } from './tokens/tokens.module.js';
+import { WorkflowsModule } from './workflows/workflows.module.js';
+
+@Global()
+@Module({})
+class ConfigModule {
+  static with(config: BatonConfig): DynamicModule {
+    return { module: ConfigModule, providers: [{ provide: BATON_CONFIG, useValue: config }], exports: [BATON_CONFIG] };
+  }
+}
+
+@Module({})
+export class AppModule {
+  static with(config: BatonConfig, extra: DynamicModule['imports'] = []): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.with(config),
+        CqrsModule.forRoot(),
+        EventStoreModule,
+        TokensModule,
+        GraphQLModule.forRoot<ApolloDriverConfig>({
+          driver: ApolloDriver,
+          path: '/graphql',
+          autoSchemaFile: true,
+          sortSchema: true,
+          introspection: true,
+          includeStacktraceInErrorResponses: false,
+          formatError,
+          validationRules: [queryLimitsRule(config.maxQueryDepth, config.maxQueryCost)],
+        }),
+        WorkflowsModule,
+        TasksModule,
+        ...(extra ?? []),
+      ],
+      controllers: [HealthController],
+    };
+  }
+}

@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+import { RecordedEvent } from './event-store.port.js';
+
+/**
+ * An event read back from the store, as `@nestjs/cqrs` handlers receive it. Each persisted type
+ * (a string literal, never a constructor name) has its own subclass, so `@EventsHandler` can
+ * route by type.
+ */
+export class StoredEvent<Data = unknown> {
+  static readonly type: string;
+  constructor(readonly recorded: RecordedEvent<string, Data>) {}
+  get type(): string {
+    return this.recorded.type;
+  }
+  get data(): Data {
+    return this.recorded.data;
+  }
+}
+
+const classes = new Map<string, typeof StoredEvent>();
+
+/** The class standing for one persisted event type (created once, named after the type). */
+export function eventClass(type: string): typeof StoredEvent {
+  let cls = classes.get(type);
+  if (!cls) {
+    cls = { [type]: class extends StoredEvent {} }[type] as typeof StoredEvent;
+    Object.defineProperty(cls, 'type', { value: type });
+    classes.set(type, cls);
+  }
+  return cls;
+}
+
+export const eventClasses = (types: readonly string[]): Array<typeof StoredEvent> => types.map(eventClass);
+
+/** Rewrites an event stored in an older shape into the current one. */
+export type Upcaster = (event: RecordedEvent) => RecordedEvent;
+
+/**
+ * Maps persisted event types to their classes and upcasts old versions. Types nobody registered
+ * are skipped by projections, not fatal: a newer Baton may have written them.
+ */
+@Injectable()
+export class EventRegistry {
+  private readonly known = new Set<string>();
+  private readonly upcasters = new Map<string, Upcaster[]>();
+
+  register(types: readonly string[]): void {
+    for (const type of types) this.known.add(type);
+  }
+
+  /** Upcasters run in registration order on every read of an event of `type`. */
+  registerUpcaster(type: string, upcaster: Upcaster): void {
+    this.upcasters.set(type, [...(this.upcasters.get(type) ?? []), upcaster]);
+  }
+
+  upcast(event: RecordedEvent): RecordedEvent {
+    const chain = this.upcasters.get(event.type);
+    return chain ? chain.reduce((e, up) => up(e), event) : event;
+  }
+
+  /** The event as its class instance, or null when the type is unknown. */
+  rehydrate(event: RecordedEvent): StoredEvent | null {
+    const upcast = this.upcast(event);
+    if (!this.known.has(upcast.type)) return null;
+    return new (eventClass(upcast.type))(upcast);
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The one port every part of Baton writes and reads domain events through.
+ * Two adapters implement it (embedded SQLite, EventStoreDB) and pass one contract suite
+ * (`test/event-store/event-store.contract.ts`).
+ */
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** What an event carries besides its data: who caused it, for which app, and why. */
+export interface EventMetadata {
+  correlationId?: string;
+  causationId?: string;
+  /** Token id, worker id, or 'system'. */
+  actor?: string;
+  appId?: string;
+  environment?: string;
+  /** ISO time at which the command that produced the event was decided. */
+  at?: string;
+  [key: string]: Json | undefined;
+}
+
+/** An event the caller wants to append. The id makes appends idempotent. */
+export interface NewEvent<Type extends string = string, Data = unknown> {
+  /** UUID; appending an event whose id is already stored in the stream is a no-op. */
+  id: string;
+  type: Type;
+  data: Data;
+  metadata?: EventMetadata;
+}
+
+/** An event as stored: the store assigned its revision, its global position and its time. */
+export interface RecordedEvent<Type extends string = string, Data = unknown> {
+  id: string;
+  type: Type;
+  streamId: string;
+  /** 0-based index of the event in its stream. */
+  revision: bigint;
+  /** Position in the global log; strictly increasing in commit order. */
+  position: bigint;
+  data: Data;
+  metadata: EventMetadata;
+  /** When the store recorded it. */
+  recordedAt: Date;
+}
+
+/**
+ * What the caller expects the stream to look like before the append:
+ * `'any'` (no check), `'no_stream'` (must not exist), `'stream_exists'` (must have at least one
+ * event), or the exact revision of its last event.
+ */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
+
+export interface AppendResult {
+  /** Revision of the last event of the stream after the append. */
+  nextExpectedRevision: bigint;
+  /** Global position of the last appended event. */
+  position: bigint;
+}
+
+export type Direction = 'forwards' | 'backwards';
+
+export interface ReadStreamOptions {
+  direction?: Direction;
+  /** First revision to read (inclusive). Defaults to the start (forwards) or the end (backwards). */
+  fromRevision?: bigint;
+  maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Read events whose position is strictly greater than this one. Defaults to the beginning. */
+  after?: bigint;
+  maxCount?: number;
+}
+
+export interface SubscribeOptions {
+  /** Resume after this position (a checkpoint); omitted means from the beginning of the log. */
+  after?: bigint;
+  /** Only events whose stream id starts with one of these prefixes (e.g. `workflow-`). */
+  streamPrefixes?: string[];
+  /** Called after catch-up is done, once the subscription is live. */
+  onCaughtUp?: () => void;
+  /** Called when the subscription stops on an error it could not recover from. */
+  onError?: (error: Error) => void;
+}
+
+/** A running subscription; events are delivered to the handler one at a time, in order. */
+export interface Subscription {
+  /** Position of the last event handed to the handler (the checkpoint to resume from). */
+  readonly checkpoint: bigint | undefined;
+  close(): Promise<void>;
+}
+
+export type EventHandler = (event: RecordedEvent) => void | Promise<void>;
+
+export interface EventStore {
+  /** Short name of the adapter, for logs and /health. */
+  readonly kind: string;
+  append(streamId: string, events: NewEvent[], expected?: ExpectedRevision): Promise<AppendResult>;
+  /** Events of one stream; an unknown stream reads as empty. */
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** A page of the global log, in order. */
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Catch up from `after`, then go live. */
+  subscribe(handler: EventHandler, options?: SubscribeOptions): Subscription;
+  /** Position of the last event in the global log (undefined when empty). */
+  headPosition(): Promise<bigint | undefined>;
+  /** Throws `StoreUnavailableError` when the store does not answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The stream is not at the revision the caller expected. */
+export class WrongExpectedRevisionError extends Error {
+  readonly code = 'WRONG_EXPECTED_REVISION';
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(`stream ${streamId}: expected revision ${String(expected)}, actual ${String(actual)}`);
+    this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+/** The store did not answer (in time). The append may or may not have been written. */
+export class StoreUnavailableError extends Error {
+  readonly code = 'STORE_UNAVAILABLE';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** Injection token for the configured adapter. */
+export const EVENT_STORE = Symbol('EVENT_STORE');
+
+/** Revision of the last event of a stream read forwards, or 'no_stream'. */
+export function revisionOf(events: RecordedEvent[]): ExpectedRevision {
+  return events.length === 0 ? 'no_stream' : events[events.length - 1].revision;
+}

@@ -1,0 +1,89 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { EventBus } from '@nestjs/cqrs';
+import { EVENT_STORE, EventStore, Subscription } from './event-store.port.js';
+import { EventRegistry } from './event-registry.js';
+
+/**
+ * Feeds every read model of this instance: one subscription to the global log, each event
+ * rehydrated through the registry and published on the cqrs EventBus (projection handlers are
+ * synchronous, so they see events in log order). Start-up waits for catch-up, so a restarted
+ * instance answers from complete read models. Mutations wait for their own position here
+ * before answering (read your writes).
+ */
+@Injectable()
+export class ProjectionRunner implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Projections');
+  private subscription: Subscription | undefined;
+  private position = -1n;
+  private waiters: Array<{ position: bigint; resolve: () => void }> = [];
+  private liveListeners: Array<() => void> = [];
+  private live = false;
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly registry: EventRegistry,
+    private readonly eventBus: EventBus,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const started = Date.now();
+    let count = 0;
+    await new Promise<void>((resolve, reject) => {
+      this.subscription = this.store.subscribe(
+        (recorded) => {
+          count++;
+          const event = this.registry.rehydrate(recorded);
+          if (event) this.eventBus.publish(event);
+          this.advance(recorded.position);
+        },
+        {
+          onCaughtUp: () => {
+            this.logger.log(`read models rebuilt from ${count} events in ${Date.now() - started} ms`);
+            this.live = true;
+            for (const listener of this.liveListeners) listener();
+            resolve();
+          },
+          onError: (error) => {
+            this.logger.error(`projection subscription stopped: ${error.message}`);
+            reject(error);
+          },
+        },
+      );
+    });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.subscription?.close();
+    for (const waiter of this.waiters) waiter.resolve();
+    this.waiters = [];
+  }
+
+  get isLive(): boolean {
+    return this.live;
+  }
+
+  /** Runs `listener` once the read models have caught up (at once if they already have). */
+  onLive(listener: () => void): void {
+    if (this.live) listener();
+    else this.liveListeners.push(listener);
+  }
+
+  get checkpoint(): bigint {
+    return this.position;
+  }
+
+  /** Resolves once every event up to `position` has been projected. */
+  waitFor(position: bigint): Promise<void> {
+    if (position <= this.position) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ position, resolve }));
+  }
+
+  private advance(position: bigint): void {
+    this.position = position;
+    if (this.waiters.length === 0) return;
+    const ready = this.waiters.filter((w) => w.position <= position);
+    if (ready.length === 0) return;
+    this.waiters = this.waiters.filter((w) => w.position > position);
+    for (const waiter of ready) waiter.resolve();
+  }
+}

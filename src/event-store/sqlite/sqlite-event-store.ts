@@ -1,0 +1,360 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  AppendResult,
+  EventHandler,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StoreUnavailableError,
+  SubscribeOptions,
+  Subscription,
+  WrongExpectedRevisionError,
+} from '../event-store.port.js';
+
+interface EventRow {
+  position: number;
+  stream_id: string;
+  revision: number;
+  event_id: string;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: number;
+}
+
+interface PendingAppend {
+  streamId: string;
+  events: NewEvent[];
+  expected: ExpectedRevision;
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
+export interface SqliteEventStoreOptions {
+  /** How often a caught-up subscription looks for events written by other processes. */
+  pollIntervalMs?: number;
+  /** Largest number of appends committed in one transaction. */
+  maxBatch?: number;
+}
+
+const PAGE = 512;
+
+/**
+ * The embedded event store: one SQLite file in WAL mode with `synchronous=FULL`, so an
+ * acknowledged append survives a power cut. Appends that arrive while a commit is being
+ * prepared share one transaction (group commit); each caller still gets its own result or
+ * conflict. Several processes may open the same file: positions come from one
+ * AUTOINCREMENT key assigned under SQLite's single writer lock, so commit order is position
+ * order, and caught-up subscriptions poll for positions written elsewhere.
+ */
+export class SqliteEventStore implements EventStore {
+  readonly kind = 'sqlite';
+  private readonly db: Database.Database;
+  private readonly pollIntervalMs: number;
+  private readonly maxBatch: number;
+  private queue: PendingAppend[] = [];
+  private flushScheduled = false;
+  private closed = false;
+  private readonly wakers = new Set<() => void>();
+  private readonly subscriptions = new Set<SqliteSubscription>();
+  private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
+
+  constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('busy_timeout = 10000');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS events (
+        position    INTEGER PRIMARY KEY AUTOINCREMENT,
+        stream_id   TEXT    NOT NULL,
+        revision    INTEGER NOT NULL,
+        event_id    TEXT    NOT NULL UNIQUE,
+        type        TEXT    NOT NULL,
+        data        TEXT    NOT NULL,
+        metadata    TEXT    NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        UNIQUE (stream_id, revision)
+      );
+    `);
+    this.pollIntervalMs = options.pollIntervalMs ?? 50;
+    this.maxBatch = options.maxBatch ?? 1000;
+    this.stmt = this.prepare();
+  }
+
+  private prepare() {
+    return {
+      head: this.db.prepare<[string], { revision: number | null }>(
+        'SELECT max(revision) AS revision FROM events WHERE stream_id = ?',
+      ),
+      byEventId: this.db.prepare<[string], { stream_id: string; revision: number; position: number }>(
+        'SELECT stream_id, revision, position FROM events WHERE event_id = ?',
+      ),
+      insert: this.db.prepare(
+        `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      forwards: this.db.prepare<[string, number, number], EventRow>(
+        'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
+      ),
+      backwards: this.db.prepare<[string, number, number], EventRow>(
+        'SELECT * FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
+      ),
+      all: this.db.prepare<[number, number], EventRow>(
+        'SELECT * FROM events WHERE position > ? ORDER BY position ASC LIMIT ?',
+      ),
+      maxPosition: this.db.prepare<[], { position: number | null }>(
+        'SELECT max(position) AS position FROM events',
+      ),
+    };
+  }
+
+  append(streamId: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError('event store is closed'));
+    if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.queue.push({ streamId, events, expected, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      const outcomes: Array<{ ok: true; value: AppendResult } | { ok: false; error: unknown }> = [];
+      const appendOne = this.db.transaction((pending: PendingAppend) => this.write(pending));
+      const commit = this.db.transaction(() => {
+        outcomes.length = 0;
+        for (const pending of batch) {
+          try {
+            outcomes.push({ ok: true, value: appendOne(pending) });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+      });
+      try {
+        commit.immediate();
+      } catch (error) {
+        const failure = new StoreUnavailableError(`sqlite commit failed: ${(error as Error).message}`, { cause: error });
+        for (const pending of batch) pending.reject(failure);
+        continue;
+      }
+      batch.forEach((pending, i) => {
+        const outcome = outcomes[i];
+        if (outcome.ok) pending.resolve(outcome.value);
+        else pending.reject(outcome.error);
+      });
+    }
+    this.wake();
+  }
+
+  /** Runs inside a savepoint: a throw undoes only this caller's append. */
+  private write({ streamId, events, expected }: PendingAppend): AppendResult {
+    const existing = this.stmt.byEventId.get(events[0].id);
+    if (existing) return this.replayedAppend(streamId, events, existing);
+    const head = this.stmt.head.get(streamId)?.revision ?? null;
+    const actual = head === null ? ('no_stream' as const) : BigInt(head);
+    const ok =
+      expected === 'any' ||
+      (expected === 'no_stream' && head === null) ||
+      (expected === 'stream_exists' && head !== null) ||
+      (typeof expected === 'bigint' && head !== null && expected === BigInt(head));
+    if (!ok) throw new WrongExpectedRevisionError(streamId, expected, actual);
+    const now = Date.now();
+    let revision = head === null ? -1 : head;
+    let position = 0n;
+    for (const event of events) {
+      revision += 1;
+      const info = this.stmt.insert.run(
+        streamId,
+        revision,
+        event.id,
+        event.type,
+        JSON.stringify(event.data ?? null),
+        JSON.stringify(event.metadata ?? {}),
+        now,
+      );
+      position = BigInt(info.lastInsertRowid);
+    }
+    return { nextExpectedRevision: BigInt(revision), position };
+  }
+
+  /** The same events appended again (a retry after a timeout): answer as the first append did. */
+  private replayedAppend(
+    streamId: string,
+    events: NewEvent[],
+    first: { stream_id: string; revision: number; position: number },
+  ): AppendResult {
+    let last = first;
+    for (const event of events.slice(1)) {
+      const row = this.stmt.byEventId.get(event.id);
+      if (!row) throw new WrongExpectedRevisionError(streamId, 'any', BigInt(last.revision));
+      last = row;
+    }
+    if (first.stream_id !== streamId) {
+      throw new Error(`event ${events[0].id} is already stored in another stream`);
+    }
+    return { nextExpectedRevision: BigInt(last.revision), position: BigInt(last.position) };
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const limit = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    const rows =
+      options.direction === 'backwards'
+        ? this.stmt.backwards.all(streamId, options.fromRevision === undefined ? Number.MAX_SAFE_INTEGER : Number(options.fromRevision), limit)
+        : this.stmt.forwards.all(streamId, options.fromRevision === undefined ? 0 : Number(options.fromRevision), limit);
+    return rows.map(toRecorded);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    return this.readPage(options.after, options.maxCount ?? PAGE);
+  }
+
+  /** Synchronous page read, used by subscriptions. */
+  readPage(after: bigint | undefined, limit: number): RecordedEvent[] {
+    return this.stmt.all.all(after === undefined ? 0 : Number(after), limit).map(toRecorded);
+  }
+
+  subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
+    this.assertOpen();
+    const subscription = new SqliteSubscription(this, handler, options, this.pollIntervalMs);
+    this.subscriptions.add(subscription);
+    void subscription.run().finally(() => this.subscriptions.delete(subscription));
+    return subscription;
+  }
+
+  /** Registers a one-shot waker called after the next local commit. */
+  onNextCommit(waker: () => void): () => void {
+    this.wakers.add(waker);
+    return () => this.wakers.delete(waker);
+  }
+
+  private wake(): void {
+    const wakers = [...this.wakers];
+    this.wakers.clear();
+    for (const waker of wakers) waker();
+  }
+
+  async headPosition(): Promise<bigint | undefined> {
+    this.assertOpen();
+    const position = this.stmt.maxPosition.get()?.position ?? null;
+    return position === null ? undefined : BigInt(position);
+  }
+
+  async ping(): Promise<void> {
+    try {
+      this.assertOpen();
+      this.db.prepare('SELECT 1').get();
+    } catch (error) {
+      throw new StoreUnavailableError(`sqlite store unavailable: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.queue.length > 0) this.flush();
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+    this.closed = true;
+    this.wake();
+    this.db.close();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StoreUnavailableError('event store is closed');
+  }
+}
+
+class SqliteSubscription implements Subscription {
+  checkpoint: bigint | undefined;
+  private stopped = false;
+  private wakeNow: (() => void) | undefined;
+  private done: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: SqliteEventStore,
+    private readonly handler: EventHandler,
+    private readonly options: SubscribeOptions,
+    private readonly pollIntervalMs: number,
+  ) {
+    this.checkpoint = options.after;
+  }
+
+  run(): Promise<void> {
+    this.done = this.loop();
+    return this.done;
+  }
+
+  private async loop(): Promise<void> {
+    let caughtUp = false;
+    const prefixes = this.options.streamPrefixes;
+    try {
+      while (!this.stopped && !this.store.isClosed) {
+        const page = this.store.readPage(this.checkpoint, PAGE);
+        for (const event of page) {
+          if (this.stopped) return;
+          if (!prefixes || prefixes.some((p) => event.streamId.startsWith(p))) await this.handler(event);
+          this.checkpoint = event.position;
+        }
+        if (page.length === PAGE) continue;
+        if (!caughtUp) {
+          caughtUp = true;
+          this.options.onCaughtUp?.();
+        }
+        await this.idle();
+      }
+    } catch (error) {
+      if (!this.stopped && !this.store.isClosed) this.options.onError?.(error as Error);
+    }
+  }
+
+  /** Waits for a local commit, or for the poll interval (commits by other processes). */
+  private idle(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        cancel();
+        this.wakeNow = undefined;
+        resolve();
+      };
+      const timer = setTimeout(finish, this.pollIntervalMs);
+      const cancel = this.store.onNextCommit(finish);
+      this.wakeNow = finish;
+    });
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    this.wakeNow?.();
+    await this.done;
+  }
+}
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    type: row.type,
+    streamId: row.stream_id,
+    revision: BigInt(row.revision),
+    position: BigInt(row.position),
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    recordedAt: new Date(row.recorded_at),
+  };
+}

@@ -1,0 +1,101 @@
+import { Type } from '@nestjs/common';
+import { Field, InputType, Int, ObjectType } from '@nestjs/graphql';
+import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+
+/** No control characters (C0, DEL, C1). */
+export const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/;
+
+/** Fields every input carries: which application, in which environment. */
+@InputType({ isAbstract: true })
+export abstract class AppScopedInput {
+  @Field({ description: 'Identifier of the application (1–128 characters, no control characters).' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(128)
+  @Matches(PRINTABLE, { message: 'must not contain control characters' })
+  appId: string;
+
+  @Field({ description: 'Environment of the application, a free string such as "production" (1–128 characters).' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(128)
+  @Matches(PRINTABLE, { message: 'must not contain control characters' })
+  environment: string;
+}
+
+/** A task or workflow name: 1–256 characters, no control characters. */
+export function NameField(description: string): PropertyDecorator {
+  return (target, key) => {
+    Field({ description })(target, key);
+    IsString()(target, key);
+    IsNotEmpty()(target, key);
+    MaxLength(256)(target, key);
+    Matches(PRINTABLE, { message: 'must not contain control characters' })(target, key);
+  };
+}
+
+/** A string that must hold a JSON array (checked, with the field named, when parsed). */
+export function JsonArrayField(description: string): PropertyDecorator {
+  return (target, key) => {
+    Field({ description })(target, key);
+    IsString()(target, key);
+  };
+}
+
+export function OptionalTagField(description: string): PropertyDecorator {
+  return (target, key) => {
+    Field(() => String, { nullable: true, description })(target, key);
+    IsOptional()(target, key);
+    IsString()(target, key);
+    IsNotEmpty()(target, key);
+    MaxLength(256)(target, key);
+    Matches(PRINTABLE, { message: 'must not contain control characters' })(target, key);
+  };
+}
+
+@ObjectType({ description: 'Where a page of results ends.' })
+export class PageInfo {
+  @Field(() => String, { nullable: true, description: 'Cursor of the last item of this page; pass it as `after` for the next page.' })
+  endCursor: string | null;
+
+  @Field({ description: 'Whether more items follow this page.' })
+  hasNextPage: boolean;
+}
+
+export interface Page<T> {
+  nodes: T[];
+  totalCount: number;
+  pageInfo: PageInfo;
+}
+
+/** A cursor-paginated list type for `T` (`nodes`, `totalCount`, `pageInfo`). */
+export function Paginated<T>(item: Type<T>) {
+  @ObjectType({ isAbstract: true })
+  class Connection implements Page<T> {
+    @Field(() => [item], { description: 'The items of this page, oldest first.' })
+    nodes: T[];
+
+    @Field(() => Int, { description: 'How many items match the filter, over all pages.' })
+    totalCount: number;
+
+    @Field(() => PageInfo, { description: 'Where this page ends.' })
+    pageInfo: PageInfo;
+  }
+  return Connection;
+}
+
+/** Pages through `items` (already in order) after the item whose id is `after`. */
+export function paginate<T extends { id: string }>(items: T[], first: number, after?: string | null): Page<T> {
+  let start = 0;
+  if (after) {
+    const index = items.findIndex((item) => item.id === after);
+    start = index === -1 ? items.findIndex((item) => item.id > after) : index + 1;
+    if (start === -1) start = items.length;
+  }
+  const nodes = items.slice(start, start + first);
+  return {
+    nodes,
+    totalCount: items.length,
+    pageInfo: { endCursor: nodes.length > 0 ? nodes[nodes.length - 1].id : null, hasNextPage: start + first < items.length },
+  };
+}

@@ -1,0 +1,49 @@
+import { Logger } from '@nestjs/common';
+import { createApp } from './app.js';
+import { ConfigError, loadConfig } from './config/config.js';
+import { EVENT_STORE, EventStore } from './event-store/event-store.port.js';
+import { createToken } from './tokens/create-token.js';
+import { TokensReadModel } from './tokens/tokens.projection.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = new Logger('Baton');
+  const app = await createApp(config);
+  await app.listen(config.port, config.host);
+  const url = `http://localhost:${config.port}`;
+  logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind})`);
+
+  if (config.bootstrapToken && app.get(TokensReadModel).activeCount === 0) {
+    const { token } = await createToken(app.get<EventStore>(EVENT_STORE), { apps: ['demo'], label: 'bootstrap' });
+    process.stdout.write(
+      [
+        '',
+        'No API token existed, so one was created for app "demo". It is shown only this once:',
+        '',
+        `  ${token}`,
+        '',
+        'Try it:',
+        `  curl -s ${url}/graphql -H 'Content-Type: application/json' -H 'Authorization: Bearer ${token}' \\`,
+        `    -d '{"query":"mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }","variables":{"input":{"appId":"demo","environment":"dev","name":"Onboarding","input":"[\\"ada@example.com\\"]","tag":"email:ada@example.com"}}}'`,
+        '',
+        `BATON_BOOTSTRAP_TOKEN=${token}`,
+        '',
+      ].join('\n'),
+    );
+  }
+  process.stdout.write(`BATON_READY ${url}\n`);
+}
+
+main().catch((error) => {
+  process.stderr.write(`Baton failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,11 @@
+import { CommandContext } from '../event-store/decider-runner.js';
+import { uuidv7 } from './ids.js';
+import type { Principal } from '../tokens/tokens.projection.js';
+
+/** Metadata for the events a request causes: the token, the app, a fresh correlation id. */
+export const contextFor = (principal: Principal, appId: string, environment: string): CommandContext => ({
+  actor: principal.tokenId,
+  appId,
+  environment,
+  correlationId: uuidv7(),
+});

@@ -1,0 +1,65 @@
+/**
+ * Baton's one error taxonomy. Domain and application code throws these; the GraphQL error
+ * formatter maps them to `extensions.code` (and the HTTP status where one applies). Resolvers
+ * never build error strings of their own.
+ */
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'BAD_USER_INPUT'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'RATE_LIMITED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'STORE_UNAVAILABLE'
+  | 'INTERNAL_SERVER_ERROR';
+
+export abstract class BatonError extends Error {
+  abstract readonly code: ErrorCode;
+  /** HTTP status to answer with when this error ends a request on its own. */
+  readonly httpStatus: number = 200;
+  /** Extra fields for `extensions` (e.g. the offending field). */
+  readonly details: Record<string, unknown> = {};
+}
+
+export class BadUserInputError extends BatonError {
+  readonly code = 'BAD_USER_INPUT';
+  readonly details: { field: string; reason?: string };
+  constructor(field: string, message: string) {
+    super(`${field}: ${message}`);
+    this.details = { field };
+  }
+}
+
+export class NotFoundError extends BatonError {
+  readonly code = 'NOT_FOUND';
+  constructor(what: string, id: string) {
+    super(`${what} ${id} not found`);
+  }
+}
+
+export class ConflictError extends BatonError {
+  readonly code = 'CONFLICT';
+}
+
+export class UnauthenticatedError extends BatonError {
+  readonly code = 'UNAUTHENTICATED';
+  readonly httpStatus = 401;
+}
+
+export class ForbiddenError extends BatonError {
+  readonly code = 'FORBIDDEN';
+}
+
+export class RateLimitedError extends BatonError {
+  readonly code = 'RATE_LIMITED';
+  readonly httpStatus = 429;
+  constructor(readonly retryAfterSeconds: number) {
+    super(`rate limit exceeded; retry after ${retryAfterSeconds}s`);
+  }
+}
+
+export class StoreUnavailable extends BatonError {
+  readonly code = 'STORE_UNAVAILABLE';
+  readonly httpStatus = 503;
+}

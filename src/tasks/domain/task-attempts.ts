@@ -1,0 +1,248 @@
+import { Json } from '../../event-store/event-store.port.js';
+import { ConflictError } from '../../shared/errors.js';
+
+/**
+ * The life of one task's attempts, shared by standalone tasks (`task-<id>` streams) and the
+ * tasks a workflow schedules (inside `workflow-<id>`, keyed by the call's sequence number).
+ * Pure: times arrive as arguments (epoch milliseconds), persisted as ISO strings.
+ */
+
+/** How a task is retried; sent by the worker that claims an attempt and recorded with it. */
+export interface RetryPolicy {
+  /** Total attempts, the first included. */
+  maxAttempts: number;
+  initialDelayMs: number;
+  backoffFactor: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 3,
+  initialDelayMs: 1000,
+  backoffFactor: 2,
+  maxDelayMs: 60_000,
+};
+
+export interface TaskError {
+  message: string;
+  name?: string;
+  /** The task asked not to be retried (`NonRetryableError`). */
+  nonRetryable?: boolean;
+  /** The task asked for this delay before the next attempt (`RetryableError`). */
+  retryAfterMs?: number;
+}
+
+export type AttemptFailureReason = 'error' | 'lease_expired' | 'timeout';
+
+/** `seq` is present for a workflow's task and absent for a standalone one. */
+export interface AttemptEventData {
+  TaskStarted: {
+    seq?: number;
+    attempt: number;
+    attemptId: string;
+    workerId: string;
+    startedAt: string;
+    leaseExpiresAt: string;
+    deadlineAt: string | null;
+    retryPolicy: RetryPolicy;
+  };
+  TaskLeaseExtended: { seq?: number; attemptId: string; leaseExpiresAt: string };
+  TaskCompleted: { seq?: number; attemptId: string; result: Json };
+  TaskAttemptFailed: {
+    seq?: number;
+    attemptId: string;
+    attempt: number;
+    reason: AttemptFailureReason;
+    error: TaskError;
+    retryAt: string | null;
+  };
+  TaskFailed: { seq?: number; attempts: number; error: TaskError };
+  TaskResultIgnored: { seq?: number; attemptId: string; reason: string };
+}
+
+export type AttemptEvent = {
+  [K in keyof AttemptEventData]: { type: K; data: AttemptEventData[K] };
+}[keyof AttemptEventData];
+
+export const ATTEMPT_EVENT_TYPES = [
+  'TaskStarted',
+  'TaskLeaseExtended',
+  'TaskCompleted',
+  'TaskAttemptFailed',
+  'TaskFailed',
+  'TaskResultIgnored',
+] as const satisfies ReadonlyArray<keyof AttemptEventData>;
+
+export type AttemptState =
+  /** Waiting for a worker; `readyAt` is when a retry becomes claimable. */
+  | { status: 'pending'; attempts: number; readyAt: number }
+  | {
+      status: 'started';
+      attempts: number;
+      attemptId: string;
+      workerId: string;
+      startedAt: number;
+      leaseExpiresAt: number;
+      deadlineAt: number | null;
+      retryPolicy: RetryPolicy;
+    }
+  | { status: 'completed'; attempts: number; result: Json }
+  | { status: 'failed'; attempts: number; error: TaskError };
+
+export const initialAttemptState = (readyAt = 0): AttemptState => ({ status: 'pending', attempts: 0, readyAt });
+
+export function evolveAttempt(state: AttemptState, event: AttemptEvent): AttemptState {
+  switch (event.type) {
+    case 'TaskStarted':
+      return {
+        status: 'started',
+        attempts: event.data.attempt,
+        attemptId: event.data.attemptId,
+        workerId: event.data.workerId,
+        startedAt: Date.parse(event.data.startedAt),
+        leaseExpiresAt: Date.parse(event.data.leaseExpiresAt),
+        deadlineAt: event.data.deadlineAt === null ? null : Date.parse(event.data.deadlineAt),
+        retryPolicy: event.data.retryPolicy,
+      };
+    case 'TaskLeaseExtended':
+      return state.status === 'started' && state.attemptId === event.data.attemptId
+        ? { ...state, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) }
+        : state;
+    case 'TaskCompleted':
+      return { status: 'completed', attempts: state.attempts, result: event.data.result };
+    case 'TaskAttemptFailed':
+      return event.data.retryAt === null
+        ? state
+        : { status: 'pending', attempts: event.data.attempt, readyAt: Date.parse(event.data.retryAt) };
+    case 'TaskFailed':
+      return { status: 'failed', attempts: event.data.attempts, error: event.data.error };
+    case 'TaskResultIgnored':
+      return state;
+  }
+}
+
+export interface StartAttempt {
+  attemptId: string;
+  workerId: string;
+  now: number;
+  leaseMs: number;
+  retryPolicy: RetryPolicy;
+  /** Start-to-close timeout of one attempt, if any. */
+  timeoutMs: number | null;
+}
+
+export function isClaimable(state: AttemptState, now: number): boolean {
+  return state.status === 'pending' && state.readyAt <= now;
+}
+
+export function decideStart(state: AttemptState, cmd: StartAttempt, seq?: number): AttemptEvent[] {
+  if (!isClaimable(state, cmd.now)) throw new ConflictError('task attempt is not available to claim');
+  const deadlineAt = cmd.timeoutMs === null ? null : cmd.now + cmd.timeoutMs;
+  const leaseExpiresAt = Math.min(cmd.now + cmd.leaseMs, deadlineAt ?? Number.MAX_SAFE_INTEGER);
+  return [
+    {
+      type: 'TaskStarted',
+      data: {
+        ...withSeq(seq),
+        attempt: state.attempts + 1,
+        attemptId: cmd.attemptId,
+        workerId: cmd.workerId,
+        startedAt: iso(cmd.now),
+        leaseExpiresAt: iso(leaseExpiresAt),
+        deadlineAt: deadlineAt === null ? null : iso(deadlineAt),
+        retryPolicy: cmd.retryPolicy,
+      },
+    },
+  ];
+}
+
+/**
+ * Extends the lease of the current attempt. To keep streams short the extension is recorded
+ * only once less than half of the lease is left.
+ */
+export function decideHeartbeat(
+  state: AttemptState,
+  cmd: { attemptId: string; now: number; leaseMs: number },
+  seq?: number,
+): AttemptEvent[] {
+  if (state.status !== 'started' || state.attemptId !== cmd.attemptId) return [];
+  const target = Math.min(cmd.now + cmd.leaseMs, state.deadlineAt ?? Number.MAX_SAFE_INTEGER);
+  if (state.leaseExpiresAt - cmd.now > cmd.leaseMs / 2 || target <= state.leaseExpiresAt) return [];
+  return [{ type: 'TaskLeaseExtended', data: { ...withSeq(seq), attemptId: cmd.attemptId, leaseExpiresAt: iso(target) } }];
+}
+
+/** True when the attempt is still the one the caller holds. */
+export const holdsAttempt = (state: AttemptState, attemptId: string): boolean =>
+  state.status === 'started' && state.attemptId === attemptId;
+
+export function decideComplete(
+  state: AttemptState,
+  cmd: { attemptId: string; result: Json },
+  seq?: number,
+): AttemptEvent[] {
+  if (!holdsAttempt(state, cmd.attemptId)) {
+    return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId: cmd.attemptId, reason: staleReason(state) } }];
+  }
+  return [{ type: 'TaskCompleted', data: { ...withSeq(seq), attemptId: cmd.attemptId, result: cmd.result } }];
+}
+
+export function decideFail(
+  state: AttemptState,
+  cmd: { attemptId: string; error: TaskError; now: number; reason?: AttemptFailureReason },
+  seq?: number,
+): AttemptEvent[] {
+  if (state.status !== 'started' || state.attemptId !== cmd.attemptId) {
+    return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId: cmd.attemptId, reason: staleReason(state) } }];
+  }
+  const policy = state.retryPolicy;
+  const exhausted = state.attempts >= policy.maxAttempts || cmd.error.nonRetryable === true;
+  const delay = cmd.error.retryAfterMs ?? backoffDelay(policy, state.attempts);
+  const failed: AttemptEvent = {
+    type: 'TaskAttemptFailed',
+    data: {
+      ...withSeq(seq),
+      attemptId: cmd.attemptId,
+      attempt: state.attempts,
+      reason: cmd.reason ?? 'error',
+      error: cmd.error,
+      retryAt: exhausted ? null : iso(cmd.now + delay),
+    },
+  };
+  if (!exhausted) return [failed];
+  return [failed, { type: 'TaskFailed', data: { ...withSeq(seq), attempts: state.attempts, error: cmd.error } }];
+}
+
+/** Fails the current attempt when its lease or its start-to-close deadline has passed. */
+export function decideExpiry(state: AttemptState, now: number, seq?: number): AttemptEvent[] {
+  if (state.status !== 'started' || state.leaseExpiresAt > now) return [];
+  const timedOut = state.deadlineAt !== null && state.deadlineAt <= now;
+  const reason: AttemptFailureReason = timedOut ? 'timeout' : 'lease_expired';
+  const message = timedOut
+    ? `attempt ${state.attempts} exceeded its start-to-close timeout`
+    : `attempt ${state.attempts} lost its lease (no heartbeat from worker ${state.workerId})`;
+  return decideFail(state, { attemptId: state.attemptId, now, reason, error: { message, name: timedOut ? 'TimeoutError' : 'LeaseExpiredError' } }, seq);
+}
+
+/** When this attempt next needs the clock: a lease to expire. */
+export const attemptDueAt = (state: AttemptState): number | undefined =>
+  state.status === 'started' ? state.leaseExpiresAt : undefined;
+
+export function backoffDelay(policy: RetryPolicy, attempt: number): number {
+  return Math.min(policy.initialDelayMs * policy.backoffFactor ** Math.max(0, attempt - 1), policy.maxDelayMs);
+}
+
+function staleReason(state: AttemptState): string {
+  switch (state.status) {
+    case 'started':
+      return 'superseded by a later attempt';
+    case 'pending':
+      return 'the attempt lapsed before it reported';
+    case 'completed':
+      return 'the task had already completed';
+    case 'failed':
+      return 'the task had already failed';
+  }
+}
+
+const withSeq = (seq: number | undefined) => (seq === undefined ? {} : { seq });
+export const iso = (ms: number): string => new Date(ms).toISOString();

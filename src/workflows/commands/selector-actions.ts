@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import { DeciderRunner } from '../../event-store/decider-runner.js';
+import { contextFor } from '../../shared/command-context.js';
+import { assertScope } from '../../tokens/principal.js';
+import type { Principal } from '../../tokens/tokens.projection.js';
+import { SelectorActionInput } from './selector-action.input.js';
+import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
+import { isUuid } from '../../shared/ids.js';
+import { WorkflowCommand, workflowDecider } from '../domain/workflow.decider.js';
+import { Selector } from '../domain/workflow-commands.js';
+import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
+import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
+
+/** Checks a selector has one of its three forms. */
+export function toSelector(input: WorkflowSelectorInput | null | undefined): Selector {
+  const id = input?.id ?? null;
+  const name = input?.name ?? null;
+  const tag = input?.tag ?? null;
+  if (id !== null && name === null && tag === null) return { id };
+  if (id === null && name !== null) return tag === null ? { name } : { name, tag };
+  const reason =
+    id !== null
+      ? 'an id selector takes no name or tag'
+      : tag !== null
+        ? 'a tag alone is not a selector; give the workflow name with it'
+        : 'give { id }, { name } or { name, tag }';
+  throw new BadUserInputError('selector', reason);
+}
+
+const BATCH = 256;
+
+/**
+ * Resolves a selector against the read model and applies one command to every workflow it
+ * picks, each through the workflow's own decider (which decides whether anything changes).
+ */
+@Injectable()
+export class SelectorActions {
+  constructor(
+    private readonly workflows: WorkflowsReadModel,
+    private readonly runner: DeciderRunner,
+  ) {}
+
+  select(appId: string, environment: string, selector: Selector): WorkflowView[] {
+    if ('id' in selector) {
+      const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id) : undefined;
+      if (!view) throw new NotFoundError('workflow', selector.id);
+      return [view];
+    }
+    return this.workflows.active(appId, environment, selector.name, selector.tag);
+  }
+
+  async apply(principal: Principal, input: SelectorActionInput, command: WorkflowCommand): Promise<SelectorActionResult> {
+    assertScope(principal, input.appId, input.environment);
+    const context = contextFor(principal, input.appId, input.environment);
+    const selectorInput = input.selector;
+    const matched = this.select(context.appId, context.environment, toSelector(selectorInput));
+    let changed = 0;
+    for (let i = 0; i < matched.length; i += BATCH) {
+      const results = await Promise.all(
+        matched.slice(i, i + BATCH).map((w) => this.runner.run(`workflow-${w.id}`, workflowDecider, command, context)),
+      );
+      changed += results.filter((r) => r.events.length > 0).length;
+    }
+    return {
+      status: matched.length > 0 ? SelectorActionStatus.OK : SelectorActionStatus.NO_MATCH,
+      matched: matched.length,
+      changed,
+      workflowIds: matched.map((w) => w.id),
+    };
+  }
+}

@@ -1,0 +1,50 @@
+import { Inject } from '@nestjs/common';
+import { Args, InputType, Mutation, Resolver } from '@nestjs/graphql';
+import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { BATON_CONFIG, BatonConfig } from '../../../config/config.js';
+import { JsonArrayField, NameField } from '../../../graphql/common.types.js';
+import { parseJsonArray } from '../../../shared/json.js';
+import { CurrentPrincipal } from '../../../tokens/principal.js';
+import type { Principal } from '../../../tokens/tokens.projection.js';
+import { SelectorActionResult } from '../../workflow.types.js';
+import { SelectorActionInput } from '../selector-action.input.js';
+import { SelectorActions } from '../selector-actions.js';
+
+@InputType({ description: 'An event (name and data) for the workflows picked by `selector`.' })
+export class SendEventToWorkflowsInput extends SelectorActionInput {
+  @NameField('Name of the event (not of the workflow; the workflow is picked by `selector`).')
+  name: string;
+
+  @JsonArrayField('Data of the event, as a string holding a JSON array, e.g. "[{\\"plan\\":\\"pro\\"}]".')
+  data: string;
+}
+
+export class SendEventToWorkflows {
+  constructor(readonly principal: Principal, readonly input: SendEventToWorkflowsInput) {}
+}
+
+@CommandHandler(SendEventToWorkflows)
+export class SendEventToWorkflowsHandler implements ICommandHandler<SendEventToWorkflows, SelectorActionResult> {
+  constructor(
+    private readonly actions: SelectorActions,
+    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+  ) {}
+
+  execute({ principal, input }: SendEventToWorkflows): Promise<SelectorActionResult> {
+    const data = parseJsonArray('data', input.data, this.config.maxPayloadBytes);
+    return this.actions.apply(principal, input, { type: 'DeliverEvent', name: input.name, data });
+  }
+}
+
+@Resolver()
+export class SendEventToWorkflowsResolver {
+  constructor(private readonly commands: CommandBus) {}
+
+  @Mutation(() => SelectorActionResult, {
+    description:
+      'Sends an event to the workflows picked by the selector. Running and paused workflows record it (a paused one acts on it after resume, in order); terminated, completed and failed ones do not receive it.',
+  })
+  sendEventToWorkflows(@CurrentPrincipal() principal: Principal, @Args('input') input: SendEventToWorkflowsInput): Promise<SelectorActionResult> {
+    return this.commands.execute(new SendEventToWorkflows(principal, input));
+  }
+}

@@ -1,0 +1,39 @@
+import { Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { EventRegistry } from '../event-store/event-registry.js';
+import { WORKFLOW_EVENT_TYPES } from './domain/workflow.decider.js';
+import { DispatchWorkflowHandler, DispatchWorkflowResolver, WorkflowDispatcher } from './commands/dispatch-workflow/dispatch-workflow.js';
+import { PauseWorkflowsHandler, PauseWorkflowsResolver } from './commands/pause-workflows/pause-workflows.js';
+import { ResumeWorkflowsHandler, ResumeWorkflowsResolver } from './commands/resume-workflows/resume-workflows.js';
+import { SelectorActions } from './commands/selector-actions.js';
+import { SendEventToWorkflowsHandler, SendEventToWorkflowsResolver } from './commands/send-event-to-workflows/send-event-to-workflows.js';
+import { TerminateWorkflowsHandler, TerminateWorkflowsResolver } from './commands/terminate-workflows/terminate-workflows.js';
+import { WorkflowQueriesResolver } from './queries/workflow-queries.resolver.js';
+import { WorkflowsProjection, WorkflowsReadModel } from './workflows.read-model.js';
+
+@Module({
+  imports: [CqrsModule],
+  providers: [
+    WorkflowsReadModel,
+    WorkflowsProjection,
+    WorkflowDispatcher,
+    SelectorActions,
+    DispatchWorkflowHandler,
+    DispatchWorkflowResolver,
+    PauseWorkflowsHandler,
+    PauseWorkflowsResolver,
+    ResumeWorkflowsHandler,
+    ResumeWorkflowsResolver,
+    TerminateWorkflowsHandler,
+    TerminateWorkflowsResolver,
+    SendEventToWorkflowsHandler,
+    SendEventToWorkflowsResolver,
+    WorkflowQueriesResolver,
+  ],
+  exports: [WorkflowsReadModel, WorkflowDispatcher, SelectorActions],
+})
+export class WorkflowsModule {
+  constructor(registry: EventRegistry) {
+    registry.register(WORKFLOW_EVENT_TYPES);
+  }
+}
