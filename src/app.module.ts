@@ -3,6 +3,7 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { GraphQLModule } from '@nestjs/graphql';
 import { BATON_CONFIG, BatonConfig } from './config/config.js';
+import { CLOCK, systemClock } from './shared/clock.js';
 import { EventStoreModule } from './event-store/event-store.module.js';
 import { formatError } from './graphql/format-error.js';
 import { queryLimitsRule } from './graphql/query-limits.js';
@@ -15,7 +16,14 @@ import { WorkflowsModule } from './workflows/workflows.module.js';
 @Module({})
 class ConfigModule {
   static with(config: BatonConfig): DynamicModule {
-    return { module: ConfigModule, providers: [{ provide: BATON_CONFIG, useValue: config }], exports: [BATON_CONFIG] };
+    return {
+      module: ConfigModule,
+      providers: [
+        { provide: BATON_CONFIG, useValue: config },
+        { provide: CLOCK, useValue: systemClock },
+      ],
+      exports: [BATON_CONFIG, CLOCK],
+    };
   }
 }
 

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const logger = new Logger('Baton');
   const app = await createApp(config);
   await app.listen(config.port, config.host);
-  const url = `http://localhost:${config.port}`;
+  const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('0.0.0.0', 'localhost');
   logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind})`);
 
   if (config.bootstrapToken && app.get(TokensReadModel).activeCount === 0) {
