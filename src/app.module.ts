@@ -5,11 +5,14 @@ import { GraphQLModule } from '@nestjs/graphql';
 import { BATON_CONFIG, BatonConfig } from './config/config.js';
 import { CLOCK, systemClock } from './shared/clock.js';
 import { EventStoreModule } from './event-store/event-store.module.js';
+import { ExplorerModule } from './explorer/explorer.module.js';
+import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
 import { queryLimitsRule } from './graphql/query-limits.js';
 import { HealthController } from './health/health.controller.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
+import { WorkersModule } from './workers/workers.module.js';
 import { WorkflowsModule } from './workflows/workflows.module.js';
 
 @Global()
@@ -46,9 +49,12 @@ export class AppModule {
           includeStacktraceInErrorResponses: false,
           formatError,
           validationRules: [queryLimitsRule(config.maxQueryDepth, config.maxQueryCost)],
+          plugins: [sandboxLandingPage()],
         }),
         WorkflowsModule,
         TasksModule,
+        WorkersModule,
+        ExplorerModule,
         ...(extra ?? []),
       ],
       controllers: [HealthController],

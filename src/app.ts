@@ -29,7 +29,6 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
   });
   app.useGlobalPipes(batonValidationPipe());
   installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute);
-  app.enableShutdownHooks();
   await app.init();
   // After init: Nest installs its own exception layer while resolving routes.
   fastify.setErrorHandler((error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {

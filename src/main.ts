@@ -1,4 +1,6 @@
 import { Logger } from '@nestjs/common';
+import { dirname, join } from 'node:path';
+import { startExamplesWorker } from './examples-worker.js';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config/config.js';
 import { EVENT_STORE, EventStore } from './event-store/event-store.port.js';
@@ -40,6 +42,24 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
   }
+  let stopWorker = async () => {};
+  if (config.exampleWorker) {
+    const dataDir = config.eventStoreUrl.startsWith('sqlite:') ? dirname(config.eventStoreUrl.slice('sqlite:'.length)) : './data';
+    stopWorker = await startExamplesWorker({
+      url,
+      store: app.get<EventStore>(EVENT_STORE),
+      tokens: app.get(TokensReadModel),
+      tokenFile: join(dataDir, 'example-worker.token'),
+      environments: config.exampleEnvironments,
+    });
+  }
+  const shutdown = async () => {
+    await stopWorker();
+    await app.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown());
+  process.once('SIGINT', () => void shutdown());
   process.stdout.write(`BATON_READY ${url}\n`);
 }
 

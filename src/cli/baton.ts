@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { createEventStore } from '../event-store/create-event-store.js';
 import { EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
+import { workerCommand } from './worker-command.js';
 
 const USAGE = `Usage: npm run baton -- <command>
 
@@ -11,6 +12,8 @@ const USAGE = `Usage: npm run baton -- <command>
                           issue a token; it is printed once, on the last line
   tokens list             list tokens (id, scope, state); never the secrets
   tokens revoke <tokenId> revoke a token on every instance
+  worker <module> --token <t> --app <appId> --env <environment> [--url <url>] [--concurrency <n>]
+                          run a worker for the tasks and workflows a module exports
 
 The store is EVENT_STORE_URL (default sqlite:./data/baton.db).`;
 
@@ -20,6 +23,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return group ? 0 : 2;
   }
+  if (group === 'worker') return workerCommand([action, ...rest].filter((a) => a !== undefined));
   const config = loadConfig();
   if (group === 'tokens') return withStore(config.eventStoreUrl, (store) => tokens(store, action, rest));
   process.stderr.write(`unknown command: ${group}\n\n${USAGE}\n`);

@@ -17,6 +17,8 @@ export interface BatonConfig {
   maxQueryCost: number;
   /** Run the example worker inside `npm start`. */
   exampleWorker: boolean;
+  /** Environments of app `demo` the example worker serves. */
+  exampleEnvironments: string[];
   /** Largest JSON `input`/`data` string, in bytes. */
   maxPayloadBytes: number;
   /** How long a claimed decision or task attempt may go without a heartbeat. */
@@ -84,6 +86,10 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxQueryDepth: int('MAX_QUERY_DEPTH', 10, 2, 100),
     maxQueryCost: int('MAX_QUERY_COST', 500, 10, 100_000),
     exampleWorker: bool('BATON_EXAMPLE_WORKER', true),
+    exampleEnvironments: (env.BATON_EXAMPLE_ENVIRONMENTS ?? 'dev')
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e.length > 0),
     maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 256 * 1024, 2, 16 * 1024 * 1024),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),

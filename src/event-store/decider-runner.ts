@@ -37,6 +37,8 @@ export interface RunResult<E, S> {
   state: S;
   /** State the decision was made on. */
   before: S;
+  /** The stream as read for the decision (before the appended events). */
+  history: RecordedEvent[];
   position: bigint | undefined;
 }
 
@@ -59,7 +61,7 @@ export async function decideAndAppend<C, E extends DomainEvent, S>(
     const state = fold(decider, options.upcast ? recorded.map(options.upcast) : recorded);
     const cmd = typeof command === 'function' ? (command as (s: S) => C)(state) : command;
     const events = decider.decide(cmd, state);
-    if (events.length === 0) return { events, state, before: state, position: undefined };
+    if (events.length === 0) return { events, state, before: state, position: undefined, history: recorded };
     const metadata: EventMetadata = {
       ...context,
       causationId: context.causationId ?? context.correlationId,
@@ -74,7 +76,7 @@ export async function decideAndAppend<C, E extends DomainEvent, S>(
     try {
       const result = await guard(() => store.append(streamId, toAppend, revisionOf(recorded)));
       const after = events.reduce((s, e) => decider.evolve(s, e), state);
-      return { events, state: after, before: state, position: result.position };
+      return { events, state: after, before: state, position: result.position, history: recorded };
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && attempt < MAX_CONFLICT_RETRIES) continue;
       throw error;

@@ -1,12 +1,13 @@
 import { Type } from '@nestjs/common';
-import { Field, InputType, Int, ObjectType } from '@nestjs/graphql';
+import { ArgsType, Field, InputType, Int, ObjectType } from '@nestjs/graphql';
 import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 
 /** No control characters (C0, DEL, C1). */
 export const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/;
 
-/** Fields every input carries: which application, in which environment. */
+/** Fields every input (and query arguments) carry: which application, in which environment. */
 @InputType({ isAbstract: true })
+@ArgsType()
 export abstract class AppScopedInput {
   @Field({ description: 'Identifier of the application (1–128 characters, no control characters).' })
   @IsString()

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DeciderRunner } from '../../event-store/decider-runner.js';
+import { CommandContext, DeciderRunner } from '../../event-store/decider-runner.js';
 import { contextFor } from '../../shared/command-context.js';
 import { assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
@@ -51,13 +51,25 @@ export class SelectorActions {
 
   async apply(principal: Principal, input: SelectorActionInput, command: WorkflowCommand): Promise<SelectorActionResult> {
     assertScope(principal, input.appId, input.environment);
-    const context = contextFor(principal, input.appId, input.environment);
-    const selectorInput = input.selector;
-    const matched = this.select(context.appId, context.environment, toSelector(selectorInput));
+    return this.applyTo(contextFor(principal, input.appId, input.environment), toSelector(input.selector), command);
+  }
+
+  /** Applies `command` to what `selector` picks in the context's app and environment. */
+  async applyTo(
+    context: CommandContext,
+    selector: Selector,
+    command: WorkflowCommand,
+    options: { eventId?: (workflowId: string) => string } = {},
+  ): Promise<SelectorActionResult> {
+    const matched = this.select(context.appId, context.environment, selector);
     let changed = 0;
     for (let i = 0; i < matched.length; i += BATCH) {
       const results = await Promise.all(
-        matched.slice(i, i + BATCH).map((w) => this.runner.run(`workflow-${w.id}`, workflowDecider, command, context)),
+        matched.slice(i, i + BATCH).map((w) =>
+          this.runner.run(`workflow-${w.id}`, workflowDecider, command, context, {
+            eventId: options.eventId ? () => options.eventId!(w.id) : undefined,
+          }),
+        ),
       );
       changed += results.filter((r) => r.events.length > 0).length;
     }

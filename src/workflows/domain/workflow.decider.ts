@@ -42,11 +42,12 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   TimerStarted: { seq: number; fireAt: string };
   TimerFired: { seq: number };
   TimerCanceled: { seq: number };
-  ChildWorkflowStarted: { seq: number; childId: string; name: string; tag: string | null; wait: boolean };
+  ChildWorkflowStarted: { seq: number; childId: string; name: string; args: Json[]; tag: string | null; wait: boolean };
   ChildWorkflowCompleted: { seq: number; childId: string; result: Json };
   ChildWorkflowFailed: { seq: number; childId: string; error: TaskError };
   TaskDispatchRequested: { seq: number; taskId: string; name: string; args: Json[] };
   ControlRequested: { seq: number; selector: Selector; action: string; event: { name: string; data: Json[] } | null };
+  ControlApplied: { seq: number; matched: number; changed: number };
   WorkflowEventReceived: { name: string; data: Json[] };
   WorkflowPaused: Record<string, never>;
   WorkflowResumed: Record<string, never>;
@@ -79,6 +80,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'ChildWorkflowFailed',
   'TaskDispatchRequested',
   'ControlRequested',
+  'ControlApplied',
   'WorkflowEventReceived',
   'WorkflowPaused',
   'WorkflowResumed',
@@ -160,7 +162,8 @@ export type WorkflowCommand =
   | { type: 'HeartbeatTask'; seq: number; attemptId: string; now: number; leaseMs: number }
   | { type: 'CompleteTask'; seq: number; attemptId: string; result: Json }
   | { type: 'FailTask'; seq: number; attemptId: string; error: TaskError; now: number }
-  | { type: 'ResolveChild'; seq: number; childId: string; outcome: { ok: true; result: Json } | { ok: false; error: TaskError } };
+  | { type: 'ResolveChild'; seq: number; childId: string; outcome: { ok: true; result: Json } | { ok: false; error: TaskError } }
+  | { type: 'RecordControlApplied'; seq: number; matched: number; changed: number };
 
 const MAX_DECISION_RETRY_MS = 60_000;
 
@@ -295,6 +298,9 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'FailTask':
         return withSeq(decideFail(taskOf(state, command.seq).attempt, command, command.seq));
 
+      case 'RecordControlApplied':
+        return [{ type: 'ControlApplied', data: { seq: command.seq, matched: command.matched, changed: command.changed } }];
+
       case 'ResolveChild': {
         const child = state.children[command.seq];
         if (!child || child.childId !== command.childId || child.status !== 'started') return [];
@@ -405,6 +411,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, status: 'failed', needsDecision: false };
       case 'TaskDispatchRequested':
       case 'ControlRequested':
+      case 'ControlApplied':
         return state;
     }
   },
@@ -425,7 +432,7 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
       return [
         {
           type: 'ChildWorkflowStarted',
-          data: { seq: command.seq, childId: idFor(ids, command.seq), name: command.name, tag: command.tag ?? null, wait: command.wait },
+          data: { seq: command.seq, childId: idFor(ids, command.seq), name: command.name, args: command.args, tag: command.tag ?? null, wait: command.wait },
         },
       ];
     case 'DispatchTask':

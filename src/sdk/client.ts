@@ -1,0 +1,166 @@
+/** A GraphQL error answered by Baton, with its stable `extensions.code`. */
+export class BatonRequestError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number,
+    readonly extensions: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'BatonRequestError';
+  }
+}
+
+export interface ClientOptions {
+  /** Base URL of the service, e.g. `http://localhost:3000`. */
+  url: string;
+  /** API token (`baton tokens create`). */
+  token: string;
+  /**
+   * Deadline of one request, in milliseconds (long polls add their own wait to it).
+   * @default 30000
+   */
+  timeoutMs?: number;
+}
+
+export type WorkflowSelector = { id: string } | { name: string; tag?: string };
+
+export interface SelectorActionResult {
+  status: 'OK' | 'NO_MATCH';
+  matched: number;
+  changed: number;
+  workflowIds: string[];
+}
+
+export interface WorkflowSummary {
+  id: string;
+  name: string;
+  version: string | null;
+  tag: string | null;
+  state: 'RUNNING' | 'PAUSED' | 'COMPLETED' | 'FAILED' | 'TERMINATED';
+  input: string;
+  output: string | null;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const SELECTOR_RESULT = '{ status matched changed workflowIds }';
+const WORKFLOW_FIELDS = '{ id name version tag state input output error createdAt updatedAt }';
+
+/**
+ * A typed client for Baton's GraphQL API: the eight documented mutations and the queries.
+ * Arguments are plain arrays here; the client serialises them to the JSON strings the API takes.
+ * @example
+ * const baton = new Client({ url: 'http://localhost:3000', token: process.env.BATON_TOKEN! });
+ * const id = await baton.dispatchWorkflow({ appId: 'demo', environment: 'dev', name: 'Onboarding', input: ['ada@example.com'], tag: 'email:ada@example.com' });
+ * await baton.sendEventToWorkflows({ appId: 'demo', environment: 'dev', selector: { name: 'Onboarding', tag: 'email:ada@example.com' }, name: 'activated', data: [] });
+ */
+export class Client {
+  private readonly url: string;
+  private readonly token: string;
+  private readonly timeoutMs: number;
+
+  constructor(options: ClientOptions) {
+    this.url = options.url.replace(/\/+$/, '');
+    this.token = options.token;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** Sends one GraphQL operation; throws {@link BatonRequestError} on any error. */
+  async request<T>(query: string, variables: Record<string, unknown> = {}, options: { signal?: AbortSignal; extraTimeoutMs?: number } = {}): Promise<T> {
+    const deadline = AbortSignal.timeout(this.timeoutMs + (options.extraTimeoutMs ?? 0));
+    const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
+    const response = await fetch(`${this.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token}` },
+      body: JSON.stringify({ query, variables }),
+      signal,
+    });
+    const text = await response.text();
+    let body: { data?: T; errors?: Array<{ message: string; extensions?: Record<string, unknown> }> };
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new BatonRequestError(`HTTP ${response.status}: ${text.slice(0, 200)}`, 'BAD_RESPONSE', response.status);
+    }
+    if (body.errors?.length) {
+      const [first] = body.errors;
+      throw new BatonRequestError(first.message, String(first.extensions?.code ?? 'UNKNOWN'), response.status, first.extensions);
+    }
+    return body.data as T;
+  }
+
+  async dispatchTask(input: { appId: string; environment: string; name: string; input?: unknown[] }): Promise<string> {
+    const data = await this.request<{ dispatchTask: { id: string } }>(
+      'mutation($input: DispatchTaskInput!) { dispatchTask(input: $input) { id } }',
+      { input: { ...input, input: JSON.stringify(input.input ?? []) } },
+    );
+    return data.dispatchTask.id;
+  }
+
+  async dispatchWorkflow(input: { appId: string; environment: string; name: string; input?: unknown[]; tag?: string }): Promise<string> {
+    const data = await this.request<{ dispatchWorkflow: { id: string } }>(
+      'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }',
+      { input: { ...input, input: JSON.stringify(input.input ?? []) } },
+    );
+    return data.dispatchWorkflow.id;
+  }
+
+  async scheduleTask(input: { appId: string; environment: string; cron: string; name: string; input?: unknown[]; timezone?: string }): Promise<string> {
+    const data = await this.request<{ scheduleTask: { id: string } }>(
+      'mutation($input: ScheduleTaskInput!) { scheduleTask(input: $input) { id } }',
+      { input: { ...input, input: JSON.stringify(input.input ?? []) } },
+    );
+    return data.scheduleTask.id;
+  }
+
+  async scheduleWorkflow(input: { appId: string; environment: string; cron: string; name: string; input?: unknown[]; tag?: string; timezone?: string }): Promise<string> {
+    const data = await this.request<{ scheduleWorkflow: { id: string } }>(
+      'mutation($input: ScheduleWorkflowInput!) { scheduleWorkflow(input: $input) { id } }',
+      { input: { ...input, input: JSON.stringify(input.input ?? []) } },
+    );
+    return data.scheduleWorkflow.id;
+  }
+
+  async sendEventToWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector; name: string; data?: unknown[] }): Promise<SelectorActionResult> {
+    const data = await this.request<{ sendEventToWorkflows: SelectorActionResult }>(
+      `mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) ${SELECTOR_RESULT} }`,
+      { input: { ...input, data: JSON.stringify(input.data ?? []) } },
+    );
+    return data.sendEventToWorkflows;
+  }
+
+  pauseWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector }): Promise<SelectorActionResult> {
+    return this.selectorAction('pauseWorkflows', 'PauseWorkflowsInput', input);
+  }
+
+  resumeWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector }): Promise<SelectorActionResult> {
+    return this.selectorAction('resumeWorkflows', 'ResumeWorkflowsInput', input);
+  }
+
+  terminateWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector; reason?: string }): Promise<SelectorActionResult> {
+    return this.selectorAction('terminateWorkflows', 'TerminateWorkflowsInput', input);
+  }
+
+  private async selectorAction(field: string, type: string, input: object): Promise<SelectorActionResult> {
+    const data = await this.request<Record<string, SelectorActionResult>>(`mutation($input: ${type}!) { ${field}(input: $input) ${SELECTOR_RESULT} }`, { input });
+    return data[field];
+  }
+
+  async workflow(appId: string, environment: string, id: string): Promise<WorkflowSummary | null> {
+    const data = await this.request<{ workflow: WorkflowSummary | null }>(
+      `query($appId: String!, $environment: String!, $id: ID!) { workflow(appId: $appId, environment: $environment, id: $id) ${WORKFLOW_FIELDS} }`,
+      { appId, environment, id },
+    );
+    return data.workflow;
+  }
+
+  async workflowHistory(appId: string, environment: string, id: string): Promise<Array<{ revision: number; type: string; data: unknown; recordedAt: string }>> {
+    const data = await this.request<{ workflowHistory: Array<{ revision: number; type: string; data: string; recordedAt: string }> }>(
+      'query($appId: String!, $environment: String!, $id: ID!) { workflowHistory(appId: $appId, environment: $environment, id: $id) { revision type data recordedAt } }',
+      { appId, environment, id },
+    );
+    return data.workflowHistory.map((e) => ({ ...e, data: JSON.parse(e.data) }));
+  }
+}

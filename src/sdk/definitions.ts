@@ -1,0 +1,106 @@
+import type { Duration } from './duration.js';
+import type { WorkflowContext } from './workflow-context.js';
+
+/** How a task is retried. */
+export interface RetryPolicy {
+  /**
+   * Total attempts, the first included.
+   * @default 3
+   */
+  maxAttempts?: number;
+  /**
+   * Delay before the second attempt.
+   * @default "1s"
+   */
+  initialDelay?: Duration;
+  /**
+   * Each further delay is the previous one times this factor.
+   * @default 2
+   */
+  backoffFactor?: number;
+  /**
+   * Upper bound of a delay.
+   * @default "60s"
+   */
+  maxDelay?: Duration;
+}
+
+export interface TaskOptions {
+  /** Retry policy; see {@link RetryPolicy}. */
+  retry?: RetryPolicy;
+  /**
+   * Start-to-close timeout of one attempt: past it the attempt is aborted and counts as failed.
+   * @default none
+   */
+  timeout?: Duration;
+}
+
+/** What a task handler gets besides its arguments. */
+export interface TaskContext {
+  /** The standalone task's id, or undefined for a task a workflow scheduled. */
+  taskId?: string;
+  /** The workflow that scheduled this task, if any. */
+  workflowId?: string;
+  /** Attempt number, from 1. */
+  attempt: number;
+  /** Aborted when the attempt times out, its workflow is terminated, or the worker shuts down. */
+  signal: AbortSignal;
+  /**
+   * Tells the server the attempt is alive (the worker also does this on its own while the task
+   * runs). Resolves to true when the attempt should stop.
+   */
+  heartbeat(): Promise<boolean>;
+}
+
+export type TaskHandler<Args extends unknown[], Result> = (this: TaskContext, ...args: Args) => Result | Promise<Result>;
+
+/** A task: a named function that runs on a worker, with retries. */
+export interface TaskDefinition<Args extends unknown[] = any[], Result = any> {
+  readonly kind: 'task';
+  readonly name: string;
+  readonly handler: (ctx: TaskContext, ...args: Args) => Result | Promise<Result>;
+  readonly options: TaskOptions;
+}
+
+/** A workflow: deterministic code that orchestrates tasks, timers, events and children. */
+export interface WorkflowDefinition<Args extends unknown[] = any[], Result = any> {
+  readonly kind: 'workflow';
+  /** The name with its version, e.g. `Onboarding_v2`. */
+  readonly name: string;
+  readonly handler: (ctx: WorkflowContext, ...args: Args) => Promise<Result>;
+}
+
+/**
+ * Defines a task. The handler receives a {@link TaskContext} and the task's arguments.
+ * @example
+ * export const sendEmail = defineTask('sendEmail', async (ctx, to: string, subject: string) => {
+ *   await mailer.send({ to, subject });
+ *   return { sent: true };
+ * }, { retry: { maxAttempts: 5, initialDelay: '2s' }, timeout: '30s' });
+ */
+export function defineTask<Args extends unknown[], Result>(
+  name: string,
+  handler: (ctx: TaskContext, ...args: Args) => Result | Promise<Result>,
+  options: TaskOptions = {},
+): TaskDefinition<Args, Awaited<Result>> {
+  return { kind: 'task', name, handler: handler as TaskDefinition<Args, Awaited<Result>>['handler'], options };
+}
+
+/**
+ * Defines a workflow. Its code must be deterministic: use `ctx.now()`, `ctx.random()`,
+ * `ctx.uuid()` and `ctx.sleep()` instead of `Date.now()`, `Math.random()` or `setTimeout`,
+ * and do I/O only in tasks. Name new versions `Name_v2`, `Name_v3`: a dispatch of `Name` runs
+ * the highest version a worker serves, and running workflows keep the version they started with.
+ * @example
+ * export const onboarding = defineWorkflow('Onboarding', async (ctx, email: string) => {
+ *   await ctx.run(sendWelcome, email);
+ *   const activated = await ctx.waitForEvent('activated', { timeout: '3d' });
+ *   if (!activated) await ctx.run(sendReminder, email);
+ * });
+ */
+export function defineWorkflow<Args extends unknown[], Result>(
+  name: string,
+  handler: (ctx: WorkflowContext, ...args: Args) => Promise<Result>,
+): WorkflowDefinition<Args, Result> {
+  return { kind: 'workflow', name, handler };
+}

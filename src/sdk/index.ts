@@ -1,0 +1,15 @@
+/**
+ * Baton's TypeScript SDK: define tasks and workflows, run them in a {@link Worker}, and drive
+ * the service with the typed {@link Client}.
+ * @packageDocumentation
+ */
+export { defineTask, defineWorkflow } from './definitions.js';
+export type { RetryPolicy, TaskContext, TaskDefinition, TaskOptions, WorkflowDefinition } from './definitions.js';
+export type { Duration } from './duration.js';
+export { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
+export { Worker } from './worker.js';
+export type { WorkerOptions } from './worker.js';
+export { BatonRequestError, Client } from './client.js';
+export type { ClientOptions, SelectorActionResult, WorkflowSelector, WorkflowSummary } from './client.js';
+export { WorkflowReplay, tagged } from './workflow-context.js';
+export type { ChildOptions, HistoryEvent, SelectedWorkflows, Selector, WorkflowContext } from './workflow-context.js';

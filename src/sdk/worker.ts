@@ -1,0 +1,292 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { Client } from './client.js';
+import type { RetryPolicy, TaskDefinition, WorkflowDefinition } from './definitions.js';
+import { toMs } from './duration.js';
+import { NonDeterminismError, NonRetryableError, RetryableError } from './errors.js';
+import { HistoryEvent, WorkflowReplay } from './workflow-context.js';
+
+export interface WorkerOptions {
+  /** Base URL of the Baton service. */
+  url: string;
+  /** API token scoped to `appId`. */
+  token: string;
+  appId: string;
+  environment: string;
+  /** Tasks this worker runs. */
+  tasks?: TaskDefinition[];
+  /** Workflows this worker runs (each version is its own definition: `Name_v1`, `Name_v2`). */
+  workflows?: WorkflowDefinition[];
+  /**
+   * Most work items (decisions and task attempts) running at once.
+   * @default 10
+   */
+  concurrency?: number;
+  /**
+   * Shown in histories as the claimer of work.
+   * @default `<hostname>-<pid>-<random>`
+   */
+  workerId?: string;
+  /**
+   * How long one poll waits for work on the server.
+   * @default 20000
+   */
+  pollWaitMs?: number;
+  /**
+   * How often running task attempts report they are alive (keep it well under the server's `LEASE_MS`).
+   * @default 5000
+   */
+  heartbeatIntervalMs?: number;
+  /**
+   * How long `shutdown()` waits for running work before it gives up on it.
+   * @default 30000
+   */
+  shutdownGraceMs?: number;
+  /** Where the worker logs (default: console). */
+  logger?: Pick<Console, 'info' | 'warn' | 'error'>;
+}
+
+interface WorkItem {
+  kind: 'DECISION' | 'TASK';
+  ref: string;
+  workflowId: string | null;
+  taskId: string | null;
+  name: string;
+  version: string | null;
+  decisionId: string | null;
+  attemptId: string | null;
+  attempt: number | null;
+  input: string;
+  history: string | null;
+}
+
+type DecisionReport = { ref: string; decisionId: string; commands?: string; failureCode?: string; failureMessage?: string; historyPosition?: number | null };
+type TaskReport = { ref: string; attemptId: string; result?: string; error?: { message: string; name?: string; nonRetryable?: boolean; retryAfterMs?: number } };
+
+const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId name version decisionId attemptId attempt input history } }`;
+const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
+const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
+
+/**
+ * Runs tasks and workflows for one app and environment: long-polls Baton for work, executes
+ * it, reports outcomes in batches, and heartbeats running tasks.
+ * @example
+ * const worker = new Worker({
+ *   url: 'http://localhost:3000', token: process.env.BATON_TOKEN!, appId: 'demo', environment: 'dev',
+ *   tasks: [sendWelcome, sendReminder], workflows: [onboarding],
+ * });
+ * process.on('SIGTERM', () => void worker.shutdown());
+ * await worker.run();
+ */
+export class Worker {
+  readonly workerId: string;
+  private readonly client: Client;
+  private readonly tasks: Map<string, TaskDefinition>;
+  private readonly workflows: Map<string, WorkflowDefinition>;
+  private readonly concurrency: number;
+  private readonly logger: Pick<Console, 'info' | 'warn' | 'error'>;
+  private readonly running = new Map<string, { attemptId: string; abort: AbortController }>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+  private decisionReports: DecisionReport[] = [];
+  private taskReports: TaskReport[] = [];
+  private flushing: Promise<void> | undefined;
+  private runPromise: Promise<void> | undefined;
+
+  constructor(private readonly options: WorkerOptions) {
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.client = new Client({ url: options.url, token: options.token });
+    this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
+    this.workflows = new Map((options.workflows ?? []).map((w) => [w.name, w]));
+    this.concurrency = options.concurrency ?? 10;
+    this.logger = options.logger ?? console;
+  }
+
+  /** Polls and works until {@link shutdown}; resolves once the worker has stopped. */
+  run(): Promise<void> {
+    this.runPromise ??= this.loop();
+    return this.runPromise;
+  }
+
+  /** Stops polling, lets running work finish (up to `shutdownGraceMs`), reports it, and resolves. */
+  async shutdown(): Promise<void> {
+    this.stopping.abort();
+    await this.runPromise;
+  }
+
+  private async loop(): Promise<void> {
+    const heartbeats = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs ?? 5000);
+    let backoff = 100;
+    try {
+      while (!this.stopping.signal.aborted) {
+        if (this.inFlight.size >= this.concurrency) {
+          await Promise.race(this.inFlight);
+          continue;
+        }
+        let items: WorkItem[];
+        try {
+          items = await this.poll(this.concurrency - this.inFlight.size);
+          backoff = 100;
+        } catch (error) {
+          if (this.stopping.signal.aborted) break;
+          this.logger.warn(`[baton worker] poll failed (${(error as Error).message}); retrying in ${backoff} ms`);
+          await new Promise((resolve) => setTimeout(resolve, backoff));
+          backoff = Math.min(backoff * 2, 5000);
+          continue;
+        }
+        for (const item of items) {
+          const work = (item.kind === 'DECISION' ? this.decide(item) : this.execute(item)).finally(() => this.inFlight.delete(work));
+          this.inFlight.add(work);
+        }
+      }
+      const grace = new Promise((resolve) => setTimeout(resolve, this.options.shutdownGraceMs ?? 30_000).unref());
+      await Promise.race([Promise.all(this.inFlight), grace]);
+      await this.flush();
+    } finally {
+      clearInterval(heartbeats);
+    }
+  }
+
+  private async poll(maxItems: number): Promise<WorkItem[]> {
+    const waitMs = this.options.pollWaitMs ?? 20_000;
+    const data = await this.client.request<{ pollWork: WorkItem[] }>(
+      POLL,
+      {
+        input: {
+          appId: this.options.appId,
+          environment: this.options.environment,
+          workerId: this.workerId,
+          workflows: [...this.workflows.keys()],
+          tasks: [...this.tasks.values()].map((t) => ({
+            name: t.name,
+            retry: t.options.retry ? retryInput(t.options.retry) : null,
+            timeoutMs: t.options.timeout !== undefined ? Math.round(toMs(t.options.timeout)) : null,
+          })),
+          maxItems: Math.min(maxItems, 100),
+          waitMs,
+        },
+      },
+      { signal: this.stopping.signal, extraTimeoutMs: waitMs },
+    );
+    return data.pollWork;
+  }
+
+  private async decide(item: WorkItem): Promise<void> {
+    const definition = this.workflows.get(item.version ?? item.name);
+    const report: DecisionReport = { ref: item.ref, decisionId: item.decisionId! };
+    try {
+      if (!definition) throw new Error(`this worker has no workflow ${item.version ?? item.name}`);
+      const history = JSON.parse(item.history ?? '[]') as HistoryEvent[];
+      const commands = await new WorkflowReplay(definition, item.workflowId!, JSON.parse(item.input), history).execute();
+      report.commands = JSON.stringify(commands);
+    } catch (error) {
+      const e = error as Error;
+      report.failureCode = error instanceof NonDeterminismError ? error.code : 'WORKER_ERROR';
+      report.failureMessage = e.message;
+      report.historyPosition = error instanceof NonDeterminismError ? error.historyPosition : null;
+      this.logger.error(`[baton worker] decision for ${item.workflowId} failed: ${e.message}`);
+    }
+    this.decisionReports.push(report);
+    await this.scheduleFlush();
+  }
+
+  private async execute(item: WorkItem): Promise<void> {
+    const definition = this.tasks.get(item.name);
+    const abort = new AbortController();
+    const report: TaskReport = { ref: item.ref, attemptId: item.attemptId! };
+    this.running.set(item.ref, { attemptId: item.attemptId!, abort });
+    const timeoutMs = definition?.options.timeout !== undefined ? toMs(definition.options.timeout) : undefined;
+    const timer = timeoutMs !== undefined ? setTimeout(() => abort.abort(new Error(`task ${item.name} timed out after ${timeoutMs} ms`)), timeoutMs) : undefined;
+    try {
+      if (!definition) throw new NonRetryableError(`this worker has no task ${item.name}`);
+      const aborted = new Promise<never>((_, reject) => {
+        abort.signal.addEventListener('abort', () => reject(abort.signal.reason ?? new Error('aborted')), { once: true });
+      });
+      const result = await Promise.race([
+        Promise.resolve().then(() =>
+          definition.handler(
+            {
+              taskId: item.taskId ?? undefined,
+              workflowId: item.workflowId ?? undefined,
+              attempt: item.attempt ?? 1,
+              signal: abort.signal,
+              heartbeat: () => this.heartbeat().then(() => abort.signal.aborted),
+            },
+            ...(JSON.parse(item.input) as unknown[]),
+          ),
+        ),
+        aborted,
+      ]);
+      report.result = JSON.stringify(result === undefined ? null : result);
+    } catch (error) {
+      const e = error instanceof Error ? error : new Error(String(error));
+      report.error = {
+        message: e.message,
+        name: e.name,
+        ...(e instanceof NonRetryableError ? { nonRetryable: true } : {}),
+        ...(e instanceof RetryableError && e.retryAfterMs !== undefined ? { retryAfterMs: Math.round(e.retryAfterMs) } : {}),
+      };
+    } finally {
+      clearTimeout(timer);
+      this.running.delete(item.ref);
+    }
+    this.taskReports.push(report);
+    await this.scheduleFlush();
+  }
+
+  /** Outcomes that finish in the same tick go to the server in one request. */
+  private scheduleFlush(): Promise<void> {
+    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.flushing = undefined;
+      return this.flush();
+    });
+    return this.flushing;
+  }
+
+  private async flush(): Promise<void> {
+    const decisions = this.decisionReports;
+    const tasks = this.taskReports;
+    if (decisions.length === 0 && tasks.length === 0) return;
+    this.decisionReports = [];
+    this.taskReports = [];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }> } }>(REPORT, {
+          input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks },
+        });
+        for (const r of reportWork.rejected) this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);
+        return;
+      } catch (error) {
+        if (attempt >= 5) {
+          this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes: ${(error as Error).message}`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
+      }
+    }
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.running.size === 0) return;
+    const attempts = [...this.running].map(([ref, r]) => ({ ref, attemptId: r.attemptId }));
+    try {
+      const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
+        input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts },
+      });
+      for (const h of heartbeat) {
+        if (h.cancel) this.running.get(h.ref)?.abort.abort(new Error(`cancelled by the server: ${h.reason ?? 'no reason given'}`));
+      }
+    } catch (error) {
+      this.logger.warn(`[baton worker] heartbeat failed: ${(error as Error).message}`);
+    }
+  }
+}
+
+function retryInput(policy: RetryPolicy) {
+  return {
+    maxAttempts: policy.maxAttempts ?? 3,
+    initialDelayMs: Math.round(toMs(policy.initialDelay ?? 1000)),
+    backoffFactor: policy.backoffFactor ?? 2,
+    maxDelayMs: Math.round(toMs(policy.maxDelay ?? 60_000)),
+  };
+}

@@ -1,0 +1,280 @@
+import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
+import { AppScopedInput } from '../graphql/common.types.js';
+
+export enum WorkKind {
+  DECISION = 'DECISION',
+  TASK = 'TASK',
+}
+registerEnumType(WorkKind, {
+  name: 'WorkKind',
+  description: 'What a claimed work item asks the worker to do.',
+  valuesMap: {
+    DECISION: { description: 'Replay the workflow code over `history` and report the commands it produces.' },
+    TASK: { description: 'Run one attempt of a task and report its result or error.' },
+  },
+});
+
+@InputType({ description: 'How a task is retried (recorded with each attempt the worker claims).' })
+export class RetryPolicyInput {
+  @Field(() => Int, { description: 'Total attempts, the first included.' })
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  maxAttempts: number;
+
+  @Field(() => Int, { description: 'Delay before the second attempt, in milliseconds.' })
+  @IsInt()
+  @Min(0)
+  initialDelayMs: number;
+
+  @Field({ description: 'Each further delay is the previous one times this factor.' })
+  @IsNumber()
+  @Min(1)
+  @Max(100)
+  backoffFactor: number;
+
+  @Field(() => Int, { description: 'Upper bound of a delay, in milliseconds.' })
+  @IsInt()
+  @Min(0)
+  maxDelayMs: number;
+}
+
+@InputType({ description: 'A task a worker implements, with its retry policy and timeout.' })
+export class TaskRegistrationInput {
+  @Field({ description: 'Task name.' })
+  @IsString()
+  @MaxLength(256)
+  name: string;
+
+  @Field(() => RetryPolicyInput, { nullable: true, description: 'Retry policy (default: 3 attempts, 1 s doubling up to 60 s).' })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => RetryPolicyInput)
+  retry?: RetryPolicyInput | null;
+
+  @Field(() => Int, { nullable: true, description: 'Start-to-close timeout of one attempt, in milliseconds.' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  timeoutMs?: number | null;
+}
+
+@InputType({ description: 'A long poll for work.' })
+export class PollWorkInput extends AppScopedInput {
+  @Field({ description: 'A stable id for this worker process (shown in histories).' })
+  @IsString()
+  @MaxLength(128)
+  workerId: string;
+
+  @Field(() => [String], { description: 'Workflow names this worker serves, with versions (e.g. "Onboarding_v2").' })
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @IsString({ each: true })
+  workflows: string[];
+
+  @Field(() => [TaskRegistrationInput], { description: 'Tasks this worker serves.' })
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => TaskRegistrationInput)
+  tasks: TaskRegistrationInput[];
+
+  @Field(() => Int, { nullable: true, description: 'Most items to claim in this poll (default 10, at most 100).' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  maxItems?: number | null;
+
+  @Field(() => Int, { nullable: true, description: 'How long to wait for work when there is none, in ms (default 20000, at most 60000; 0 answers at once).' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  waitMs?: number | null;
+}
+
+@ObjectType({ description: 'A decision or task attempt claimed by the polling worker, under a lease.' })
+export class WorkItem {
+  @Field(() => WorkKind, { description: 'Decision or task.' })
+  kind: WorkKind;
+  @Field({ description: 'Opaque reference to echo back in reportWork and heartbeat.' })
+  ref: string;
+  @Field(() => ID, { nullable: true, description: 'The workflow (for a decision, or a task a workflow scheduled).' })
+  workflowId: string | null;
+  @Field(() => ID, { nullable: true, description: 'The standalone task, for a TASK item that no workflow scheduled.' })
+  taskId: string | null;
+  @Field({ description: 'Task name, or workflow name as dispatched.' })
+  name: string;
+  @Field(() => String, { nullable: true, description: 'DECISION: the `Name_vN` version to run.' })
+  version: string | null;
+  @Field(() => ID, { nullable: true, description: 'DECISION: the decision id to report.' })
+  decisionId: string | null;
+  @Field(() => ID, { nullable: true, description: 'TASK: the attempt id to report.' })
+  attemptId: string | null;
+  @Field(() => Int, { nullable: true, description: 'TASK: attempt number, from 1.' })
+  attempt: number | null;
+  @Field({ description: 'Arguments as a JSON array (the task\'s, or the workflow\'s).' })
+  input: string;
+  @Field(() => String, { nullable: true, description: 'DECISION: the workflow history as a JSON array of { revision, type, data }.' })
+  history: string | null;
+  @Field({ description: 'When the lease ends unless extended by a heartbeat (tasks) or a report.' })
+  leaseExpiresAt: Date;
+}
+
+@InputType({ description: 'Why a task attempt failed.' })
+export class TaskErrorInput {
+  @Field({ description: 'Error message.' })
+  @IsString()
+  @MaxLength(16_384)
+  message: string;
+
+  @Field(() => String, { nullable: true, description: 'Error class name.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(256)
+  name?: string | null;
+
+  @Field(() => Boolean, { nullable: true, description: 'Do not retry (NonRetryableError).' })
+  @IsOptional()
+  @IsBoolean()
+  nonRetryable?: boolean | null;
+
+  @Field(() => Int, { nullable: true, description: 'Retry after this delay instead of the policy\'s (RetryableError).' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  retryAfterMs?: number | null;
+}
+
+@InputType({ description: 'The outcome of a decision: its commands, or why it failed.' })
+export class DecisionReportInput {
+  @Field({ description: 'The `ref` of the DECISION item.' })
+  @IsString()
+  ref: string;
+
+  @Field(() => ID, { description: 'The decision id of the item.' })
+  @IsString()
+  decisionId: string;
+
+  @Field(() => String, { nullable: true, description: 'Commands as a JSON array (ScheduleTask, StartTimer, CompleteWorkflow, …).' })
+  @IsOptional()
+  @IsString()
+  commands?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'Failure code, e.g. NON_DETERMINISTIC (instead of commands).' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  failureCode?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'Failure message.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(16_384)
+  failureMessage?: string | null;
+
+  @Field(() => Int, { nullable: true, description: 'History revision where replay and code disagreed.' })
+  @IsOptional()
+  @IsInt()
+  historyPosition?: number | null;
+}
+
+@InputType({ description: 'The outcome of a task attempt: its result, or its error.' })
+export class TaskReportInput {
+  @Field({ description: 'The `ref` of the TASK item.' })
+  @IsString()
+  ref: string;
+
+  @Field(() => ID, { description: 'The attempt id of the item.' })
+  @IsString()
+  attemptId: string;
+
+  @Field(() => String, { nullable: true, description: 'Result as JSON (when the attempt succeeded).' })
+  @IsOptional()
+  @IsString()
+  result?: string | null;
+
+  @Field(() => TaskErrorInput, { nullable: true, description: 'Error (when the attempt failed).' })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => TaskErrorInput)
+  error?: TaskErrorInput | null;
+}
+
+@InputType({ description: 'Outcomes of several work items at once.' })
+export class ReportWorkInput extends AppScopedInput {
+  @Field({ description: 'The reporting worker.' })
+  @IsString()
+  @MaxLength(128)
+  workerId: string;
+
+  @Field(() => [DecisionReportInput], { nullable: true, description: 'Decision outcomes.' })
+  @IsOptional()
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => DecisionReportInput)
+  decisions?: DecisionReportInput[] | null;
+
+  @Field(() => [TaskReportInput], { nullable: true, description: 'Task attempt outcomes.' })
+  @IsOptional()
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => TaskReportInput)
+  tasks?: TaskReportInput[] | null;
+}
+
+@ObjectType({ description: 'A report the server did not apply.' })
+export class ReportRejection {
+  @Field({ description: 'The item reference.' })
+  ref: string;
+  @Field({ description: 'Why: CONFLICT (lease lapsed, workflow ended), BAD_USER_INPUT, NOT_FOUND.' })
+  code: string;
+  @Field({ description: 'Details.' })
+  message: string;
+}
+
+@ObjectType({ description: 'What reportWork applied.' })
+export class ReportWorkResult {
+  @Field(() => Int, { description: 'How many outcomes were recorded.' })
+  accepted: number;
+  @Field(() => [ReportRejection], { description: 'Outcomes not applied, with the reason.' })
+  rejected: ReportRejection[];
+}
+
+@InputType({ description: 'A running attempt the worker still holds.' })
+export class HeartbeatAttemptInput {
+  @Field({ description: 'The `ref` of the TASK item.' })
+  @IsString()
+  ref: string;
+  @Field(() => ID, { description: 'The attempt id.' })
+  @IsString()
+  attemptId: string;
+}
+
+@InputType({ description: 'Heartbeats for running task attempts.' })
+export class HeartbeatInput extends AppScopedInput {
+  @Field({ description: 'The worker.' })
+  @IsString()
+  @MaxLength(128)
+  workerId: string;
+
+  @Field(() => [HeartbeatAttemptInput], { description: 'Attempts still running.' })
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => HeartbeatAttemptInput)
+  attempts: HeartbeatAttemptInput[];
+}
+
+@ObjectType({ description: 'Whether an attempt should go on.' })
+export class HeartbeatResult {
+  @Field({ description: 'The item reference.' })
+  ref: string;
+  @Field({ description: 'True when the worker should stop the attempt (workflow terminated, lease lost, task ended).' })
+  cancel: boolean;
+  @Field(() => String, { nullable: true, description: 'Why to stop.' })
+  reason: string | null;
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { TasksModule } from '../tasks/tasks.module.js';
+import { WorkflowsModule } from '../workflows/workflows.module.js';
+import { EffectsProjection, EffectsReactor } from './effects.reactor.js';
+import { EngineProjection, EngineState } from './engine-state.js';
+import { EngineTicker } from './engine-ticker.js';
+import { EngineService } from './engine.service.js';
+import { WorkerProtocolResolver } from './worker-protocol.resolver.js';
+
+/** The execution engine: what workers can claim, leases and timers, and the worker protocol. */
+@Module({
+  imports: [CqrsModule, WorkflowsModule, TasksModule],
+  providers: [EngineState, EngineProjection, EngineService, EngineTicker, EffectsReactor, EffectsProjection, WorkerProtocolResolver],
+  exports: [EngineState],
+})
+export class WorkersModule {}
