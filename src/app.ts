@@ -2,11 +2,11 @@ import 'reflect-metadata';
 import { INestApplication, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module.js';
 import { BatonConfig } from './config/config.js';
 import { batonValidationPipe } from './graphql/validation.pipe.js';
-import { graphqlError, installAuth } from './tokens/auth.hook.js';
+import { HttpErrorsFilter } from './graphql/http-errors.filter.js';
+import { installAuth } from './tokens/auth.hook.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
 
 const LEVELS: Record<BatonConfig['logLevel'], LogLevel[]> = {
@@ -28,19 +28,9 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
     bufferLogs: false,
   });
   app.useGlobalPipes(batonValidationPipe());
+  app.useGlobalFilters(new HttpErrorsFilter(config.bodyLimitBytes));
   installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute);
   await app.init();
-  // After init: Nest installs its own exception layer while resolving routes.
-  fastify.setErrorHandler((error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
-    if (error.statusCode === 413) {
-      return graphqlError(reply, 413, 'PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${config.bodyLimitBytes} bytes`);
-    }
-    if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-      return graphqlError(reply, error.statusCode, 'BAD_REQUEST', error.message);
-    }
-    reply.log.error(error);
-    return graphqlError(reply, 500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
-  });
   return app;
 }
 
