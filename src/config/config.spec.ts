@@ -1,0 +1,32 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConfigError, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('defaults to port 3000, the embedded store and info logs', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 3000, eventStoreUrl: 'sqlite:./data/baton.db', logLevel: 'info', bodyLimitBytes: 1024 * 1024 });
+  });
+
+  it.each(['esdb://localhost:2113?tls=false', 'esdb+discover://cluster.local:2113', 'kurrentdb://localhost:2113'])('accepts %s as EVENT_STORE_URL', (url) => {
+    expect(loadConfig({ EVENT_STORE_URL: url }).eventStoreUrl).toBe(url);
+  });
+
+  it('names every bad variable and what it accepts', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: 'eighty', EVENT_STORE_URL: 'postgres://x', LOG_LEVEL: 'loud', BATON_EXAMPLE_WORKER: 'maybe' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    expect(problems).toMatch(/PORT="eighty": expected a whole number from 0 to 65535/);
+    expect(problems).toMatch(/EVENT_STORE_URL="postgres:\/\/x": expected sqlite:<file>/);
+    expect(problems).toMatch(/LOG_LEVEL="loud": expected one of error, warn, info, debug/);
+    expect(problems).toMatch(/BATON_EXAMPLE_WORKER="maybe": expected true or false/);
+  });
+
+  it('rejects a port out of range', () => {
+    expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT="70000"/);
+  });
+});
