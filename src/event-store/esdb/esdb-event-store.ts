@@ -1,0 +1,470 @@
+import {
+  ANY,
+  BACKWARDS,
+  CancelledError,
+  DeadlineExceededError,
+  END,
+  EventStoreDBClient,
+  FORWARDS,
+  NO_STREAM,
+  NotLeaderError,
+  START,
+  STREAM_EXISTS,
+  StreamNotFoundError,
+  TimeoutError,
+  UnavailableError,
+  UnknownError,
+  WrongExpectedVersionError,
+  convertToCommandError,
+  excludeSystemEvents,
+  jsonEvent,
+  streamNameFilter,
+  type AllStreamRecordedEvent,
+  type AppendExpectedRevision,
+  type JSONType,
+  type Position,
+  type RecordedEvent as EsdbRecordedEvent,
+  type StreamingRead,
+} from '@eventstore/db-client';
+import {
+  AppendResult,
+  EventHandler,
+  EventMetadata,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StoreUnavailableError,
+  SubscribeOptions,
+  Subscription,
+  WrongExpectedRevisionError,
+} from '../event-store.port.js';
+
+export interface EsdbEventStoreOptions {
+  /** Deadline of every call to the server (append, read, subscription start). */
+  callTimeoutMs?: number;
+}
+
+interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** What the caller is told when the server does not answer. */
+  unavailable?: string;
+}
+
+const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+const PING_TIMEOUT_MS = 2_000;
+const PAGE = 512;
+const MAX_BACKOFF_MS = 5_000;
+
+/**
+ * The EventStoreDB / KurrentDB adapter. Streams map 1:1; our `position` is the `$all` commit
+ * position, which is unique per event for everything appended over gRPC (each event is its own
+ * committed prepare record, so commit == prepare). System events (types starting with `$`) never
+ * reach callers. Needs EventStoreDB 22.6 or later (stream reads carry positions).
+ *
+ * Idempotence is EventStoreDB's own, keyed on our event ids: re-appending the same events with
+ * the expected revision of the first attempt (an exact revision or `no_stream`) is guaranteed to
+ * write nothing and to answer with the first attempt's revision and position, even after the
+ * stream has moved on; with `any` / `stream_exists` it only holds while the ids are still in the
+ * server's cache of recent commits.
+ *
+ * The client has no deadline of its own against a peer that accepts TCP and never answers, so
+ * every call here has one and then fails with `StoreUnavailableError`.
+ */
+export class EsdbEventStore implements EventStore {
+  readonly kind = 'esdb';
+  readonly callTimeoutMs: number;
+  private readonly connectionString: string;
+  private client: EventStoreDBClient;
+  private readonly retired = new Map<EventStoreDBClient, NodeJS.Timeout>();
+  private readonly subscriptions = new Set<EsdbSubscription>();
+  private readonly lifetime = new AbortController();
+
+  constructor(url: string, options: EsdbEventStoreOptions = {}) {
+    this.connectionString = url.replace(/^kurrent(?:db)?(\+discover)?:\/\//, 'esdb$1://');
+    this.callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.client = EventStoreDBClient.connectionString(this.connectionString);
+  }
+
+  async append(streamId: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+    if (events.length === 0) throw new Error('append needs at least one event');
+    const result = await this.call(
+      'append',
+      async (client) => {
+        try {
+          return await client.appendToStream(
+            streamId,
+            events.map((event) =>
+              jsonEvent({
+                id: event.id,
+                type: event.type,
+                data: (event.data ?? null) as JSONType,
+                metadata: (event.metadata ?? {}) as JSONType,
+              }),
+            ),
+            { expectedRevision: toClientRevision(expected), deadline: this.callTimeoutMs },
+          );
+        } catch (error) {
+          if (error instanceof WrongExpectedVersionError) {
+            throw new WrongExpectedRevisionError(streamId, expected, error.actualVersion);
+          }
+          throw error;
+        }
+      },
+      { unavailable: `append to ${streamId}: no answer from EventStoreDB; the events may or may not have been written` },
+    );
+    // An idempotent replay may come back without a position: take it from the stored event.
+    const position =
+      result.position?.commit ??
+      (await this.readStream(streamId, { fromRevision: result.nextExpectedRevision, maxCount: 1 }))[0]?.position;
+    if (position === undefined) throw new Error(`append to ${streamId}: EventStoreDB returned no position`);
+    return { nextExpectedRevision: result.nextExpectedRevision, position };
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const backwards = options.direction === 'backwards';
+    try {
+      const resolved = await this.collect('readStream', (client) =>
+        client.readStream(streamId, {
+          direction: backwards ? BACKWARDS : FORWARDS,
+          fromRevision: options.fromRevision ?? (backwards ? END : START),
+          maxCount: options.maxCount ?? Number.MAX_SAFE_INTEGER,
+        }),
+      );
+      return resolved.flatMap(({ event }) => (event ? [toRecorded(event)] : []));
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    const after = options.after === undefined ? undefined : { commit: options.after, prepare: options.after };
+    const page = await this.readAllPage(after, options.maxCount ?? PAGE);
+    return page.map(toRecorded);
+  }
+
+  /**
+   * Up to `limit` non-system events of `$all` strictly after `after`. The client (6.x) cannot
+   * filter a read of `$all` on the server, so system events are skipped here, batch after batch.
+   */
+  async readAllPage(after: Position | undefined, limit: number, signal?: AbortSignal): Promise<AllStreamRecordedEvent[]> {
+    const events: AllStreamRecordedEvent[] = [];
+    for (let from = after; events.length < limit; ) {
+      // Reading from a position includes the event at that position: ask for one more.
+      const requested = limit - events.length + 1;
+      const batch = await this.collect(
+        'readAll',
+        (client) => client.readAll({ direction: FORWARDS, fromPosition: from ?? START, maxCount: requested }),
+        { signal },
+      );
+      for (const { event } of batch) {
+        if (event && !isSystem(event) && (!from || isAfter(event.position, from))) events.push(event);
+      }
+      const last = batch[batch.length - 1]?.event;
+      if (batch.length < requested || !last) break;
+      from = last.position;
+    }
+    return events.slice(0, limit);
+  }
+
+  subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
+    if (this.lifetime.signal.aborted) throw new StoreUnavailableError('event store is closed');
+    const subscription = new EsdbSubscription(this, handler, options);
+    this.subscriptions.add(subscription);
+    void subscription.done.finally(() => this.subscriptions.delete(subscription));
+    return subscription;
+  }
+
+  headPosition(): Promise<bigint | undefined> {
+    return this.lastPosition('headPosition', this.callTimeoutMs);
+  }
+
+  async ping(): Promise<void> {
+    await this.lastPosition('ping', Math.min(this.callTimeoutMs, PING_TIMEOUT_MS));
+  }
+
+  async close(): Promise<void> {
+    if (this.lifetime.signal.aborted) return;
+    this.lifetime.abort();
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+    for (const timer of this.retired.values()) clearTimeout(timer);
+    await Promise.allSettled([this.client, ...this.retired.keys()].map((client) => client.dispose()));
+    this.retired.clear();
+  }
+
+  /** Opens a live `$all` subscription on the current connection. */
+  openSubscription(from: Position | undefined, prefixes: string[] | undefined) {
+    const client = this.client;
+    const stream = client.subscribeToAll({
+      fromPosition: from ?? START,
+      filter: prefixes?.length ? streamNameFilter({ prefixes }) : excludeSystemEvents(),
+    });
+    return { client, stream };
+  }
+
+  /**
+   * Replaces a connection that let a deadline pass. The client caches a failed server-features
+   * probe for its lifetime (every later append fails with it), so only a fresh client recovers.
+   * Calls still running on the old one end by their own deadline; it is disposed after that.
+   * Subscriptions move to the new one and resume from their checkpoint.
+   */
+  retire(stale: EventStoreDBClient): void {
+    if (this.lifetime.signal.aborted || this.client !== stale) return;
+    this.client = EventStoreDBClient.connectionString(this.connectionString);
+    const timer = setTimeout(() => {
+      this.retired.delete(stale);
+      void stale.dispose().catch(() => undefined);
+    }, this.callTimeoutMs);
+    timer.unref();
+    this.retired.set(stale, timer);
+    for (const subscription of this.subscriptions) subscription.reconnect();
+  }
+
+  private async lastPosition(what: string, timeoutMs: number): Promise<bigint | undefined> {
+    const [last] = await this.collect(
+      what,
+      (client) => client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }),
+      { timeoutMs },
+    );
+    return last?.event?.position.commit;
+  }
+
+  /**
+   * Reads a whole (bounded) streaming read under one deadline. Reads are never abandoned
+   * half-consumed: the client's dispose() waits for every read to end.
+   */
+  private collect<E>(what: string, open: (client: EventStoreDBClient) => StreamingRead<E>, options: CallOptions = {}): Promise<E[]> {
+    return this.call(
+      what,
+      async (client, onCancel) => {
+        const read = open(client);
+        onCancel(() => {
+          // A cancelled read never ends its stream, so it is destroyed as well.
+          void read.cancel().catch(() => undefined);
+          read.destroy();
+        });
+        const items: E[] = [];
+        for await (const item of read) items.push(item);
+        return items;
+      },
+      options,
+    );
+  }
+
+  private call<T>(
+    what: string,
+    work: (client: EventStoreDBClient, onCancel: (cancel: () => void) => void) => Promise<T>,
+    { timeoutMs = this.callTimeoutMs, signal, unavailable = `${what}: no answer from EventStoreDB` }: CallOptions = {},
+  ): Promise<T> {
+    const aborted = AbortSignal.any(signal ? [this.lifetime.signal, signal] : [this.lifetime.signal]);
+    if (aborted.aborted) return Promise.reject(new StoreUnavailableError(`${what}: event store is closed`));
+    const client = this.client;
+    let cancel = (): void => undefined;
+    return new Promise<T>((resolve, reject) => {
+      const settle = (outcome: () => void) => {
+        clearTimeout(timer);
+        aborted.removeEventListener('abort', onAbort);
+        outcome();
+      };
+      const stop = (error: Error) => {
+        settle(() => reject(error));
+        cancel();
+      };
+      const onAbort = () => stop(new StoreUnavailableError(`${what}: cancelled (subscription or store closing)`));
+      const timer = setTimeout(() => {
+        stop(new StoreUnavailableError(`${unavailable} (no answer within ${timeoutMs} ms)`));
+        this.retire(client);
+      }, timeoutMs);
+      aborted.addEventListener('abort', onAbort, { once: true });
+      work(client, (fn) => (cancel = fn)).then(
+        (value) => settle(() => resolve(value)),
+        (error: unknown) =>
+          settle(() =>
+            reject(isConnectionError(error) ? new StoreUnavailableError(`${unavailable}: ${message(error)}`, { cause: error }) : error),
+          ),
+      );
+    });
+  }
+}
+
+class EsdbSubscription implements Subscription {
+  checkpoint: bigint | undefined;
+  readonly done: Promise<void>;
+  /** `$all` position of the last event seen (delivered or filtered out): where to resume. */
+  private seen: Position | undefined;
+  private stopped = false;
+  private live = false;
+  private failures = 0;
+  private attempt = new AbortController();
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly store: EsdbEventStore,
+    private readonly handler: EventHandler,
+    private readonly options: SubscribeOptions,
+  ) {
+    this.checkpoint = options.after;
+    this.seen = options.after === undefined ? undefined : { commit: options.after, prepare: options.after };
+    this.done = this.run();
+  }
+
+  /** Catch-up by paged reads, then a server subscription from the last event seen. */
+  private async run(): Promise<void> {
+    let caughtUp = false;
+    while (!this.stopped) {
+      this.attempt = new AbortController();
+      const signal = this.attempt.signal;
+      try {
+        if (!caughtUp) {
+          await this.catchUp(signal);
+          caughtUp = true;
+        }
+        await this.follow(signal);
+      } catch (error) {
+        if (this.stopped) return;
+        if (error instanceof HandlerError || !(error instanceof StoreUnavailableError || isConnectionError(error))) {
+          this.stopped = true;
+          const reported = error instanceof HandlerError ? error.cause : error;
+          this.options.onError?.(reported instanceof Error ? reported : new Error(String(reported)));
+          return;
+        }
+      }
+      await this.backoff();
+    }
+  }
+
+  private async catchUp(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const page = await this.store.readAllPage(this.seen, PAGE, signal);
+      for (const event of page) await this.deliver(event);
+      if (page.length < PAGE) return;
+    }
+  }
+
+  /** Follows the live subscription until it drops; it never ends normally. */
+  private async follow(signal: AbortSignal): Promise<void> {
+    const { client, stream } = this.store.openSubscription(this.seen, this.options.streamPrefixes);
+    const drop = (reason: string) => stream.destroy(new StoreUnavailableError(`subscription to $all ${reason}`));
+    const unconfirmed = setTimeout(() => {
+      drop(`not confirmed within ${this.store.callTimeoutMs} ms`);
+      this.store.retire(client);
+    }, this.store.callTimeoutMs);
+    const onAbort = () => drop('closed');
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    stream.once('confirmation', () => {
+      clearTimeout(unconfirmed);
+      this.failures = 0;
+      if (!this.live) {
+        this.live = true;
+        this.options.onCaughtUp?.();
+      }
+    });
+    try {
+      for await (const { event } of stream) {
+        if (event) await this.deliver(event);
+      }
+      throw new StoreUnavailableError('subscription to $all ended by the server');
+    } finally {
+      clearTimeout(unconfirmed);
+      signal.removeEventListener('abort', onAbort);
+      void stream.unsubscribe().catch(() => undefined);
+    }
+  }
+
+  private async deliver(event: AllStreamRecordedEvent): Promise<void> {
+    if (this.stopped || (this.seen && !isAfter(event.position, this.seen))) return;
+    const prefixes = this.options.streamPrefixes;
+    if (!isSystem(event) && (!prefixes || prefixes.some((p) => event.streamId.startsWith(p)))) {
+      try {
+        await this.handler(toRecorded(event));
+      } catch (error) {
+        throw new HandlerError(error);
+      }
+      this.checkpoint = event.position.commit;
+    }
+    this.seen = event.position;
+  }
+
+  private backoff(): Promise<void> {
+    const delay = Math.min(100 * 2 ** this.failures++, MAX_BACKOFF_MS);
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, delay);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => (this.wake = undefined));
+  }
+
+  /** Drops the current connection attempt; the subscription resumes from its checkpoint. */
+  reconnect(): void {
+    this.attempt.abort();
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    this.attempt.abort();
+    this.wake?.();
+    await this.done;
+  }
+}
+
+/** The subscriber's handler threw: not the store's fault, so not retried. */
+class HandlerError extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`subscription handler failed: ${message(cause)}`);
+  }
+}
+
+/** Errors that mean "no (usable) answer", as opposed to the server refusing the request. */
+function isConnectionError(thrown: unknown): boolean {
+  // Some paths (the server-features probe) reject with the raw gRPC error.
+  const error = thrown instanceof Error ? convertToCommandError(thrown) : thrown;
+  return (
+    error instanceof UnavailableError ||
+    error instanceof DeadlineExceededError ||
+    error instanceof TimeoutError ||
+    error instanceof CancelledError ||
+    error instanceof NotLeaderError ||
+    error instanceof UnknownError ||
+    (error instanceof Error && error.message.startsWith('Failed to discover'))
+  );
+}
+
+function toClientRevision(expected: ExpectedRevision): AppendExpectedRevision {
+  if (expected === 'any') return ANY;
+  if (expected === 'no_stream') return NO_STREAM;
+  if (expected === 'stream_exists') return STREAM_EXISTS;
+  return expected;
+}
+
+function isSystem(event: EsdbRecordedEvent): boolean {
+  return event.type.startsWith('$');
+}
+
+function isAfter(position: Position, than: Position): boolean {
+  return position.commit > than.commit || (position.commit === than.commit && position.prepare > than.prepare);
+}
+
+function toRecorded(event: EsdbRecordedEvent): RecordedEvent {
+  if (!event.position) throw new Error('EventStoreDB returned an event without its position (needs server 22.6 or later)');
+  return {
+    id: event.id,
+    type: event.type,
+    streamId: event.streamId,
+    revision: event.revision,
+    position: event.position.commit,
+    data: event.data,
+    metadata: (event.metadata ?? {}) as EventMetadata,
+    recordedAt: event.created,
+  };
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

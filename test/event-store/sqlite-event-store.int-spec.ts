@@ -1,0 +1,163 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { NewEvent, RecordedEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port.js';
+import { SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store.js';
+import { waitFor } from '../support/wait-for.js';
+import { eventStoreContract } from './event-store.contract.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+const child = join(here, 'fixtures/sqlite-child.mjs');
+const compiledAdapter = join(root, 'dist/src/event-store/sqlite/sqlite-event-store.js');
+
+const dir = mkdtempSync(join(tmpdir(), 'baton-sqlite-store-'));
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+eventStoreContract('sqlite', async () => new SqliteEventStore(join(dir, 'contract.db')));
+
+describe('SqliteEventStore, embedded only', () => {
+  const file = join(dir, 'embedded.db');
+  let store: SqliteEventStore;
+
+  beforeAll(() => {
+    // `npm test` builds first; a lone run of this file builds if the child's import is missing.
+    if (!existsSync(compiledAdapter)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+    store = new SqliteEventStore(file);
+  }, 120_000);
+
+  afterAll(async () => {
+    await store.close();
+  });
+
+  describe('two processes on one file', () => {
+    it('delivers events appended by another process to a subscription here', async () => {
+      const cat = category('fromchild');
+      const delivered: RecordedEvent[] = [];
+      const subscription = store.subscribe((event) => void delivered.push(event), {
+        after: await store.headPosition(),
+        streamPrefixes: [`${cat}-`],
+      });
+
+      const writer = startChild(file, 'append', `${cat}-1`, '5', '1');
+      await waitFor(() => delivered.length === 5, { timeoutMs: 10_000, description: "the child's events" });
+      await subscription.close();
+
+      expect(await writer.exitCode).toBe(0);
+      expect(ids(delivered)).toEqual(writer.lines.map((line) => line.id));
+    });
+
+    it("delivers events appended here to another process's subscription", async () => {
+      const cat = category('fromparent');
+      const reader = startChild(file, 'subscribe', `${cat}-`, String((await store.headPosition()) ?? 'start'), '5');
+      await waitFor(() => reader.lines.some((line) => line.ready), { timeoutMs: 10_000, description: 'the child to subscribe' });
+
+      const appended: string[] = [];
+      const acknowledgedAt: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const event = newEvent();
+        await store.append(`${cat}-1`, [event]);
+        acknowledgedAt.push(Date.now());
+        appended.push(event.id);
+      }
+
+      expect(await reader.exitCode).toBe(0);
+      const received = reader.lines.filter((line) => line.id);
+      expect(received.map((line) => line.id)).toEqual(appended);
+      // The child polls the file; each event reaches it within a few poll intervals.
+      received.forEach((line, i) => expect(line.at! - acknowledgedAt[i]).toBeLessThan(2_000));
+    });
+  });
+
+  it('keeps every acknowledged append when the writing process is killed mid-stream', async () => {
+    const streamId = `${category('crash')}-1`;
+    const writer = startChild(file, 'append', streamId, '1000000', '8');
+    await waitFor(() => writer.lines.length >= 500, { timeoutMs: 30_000, description: '500 acknowledged appends' });
+
+    writer.process.kill('SIGKILL');
+    expect(await writer.exitCode).toBeNull();
+    const acknowledged = writer.lines.map((line) => line.id!);
+
+    const reopened = new SqliteEventStore(file);
+    try {
+      const stored = await reopened.readStream(streamId);
+      const storedIds = new Set(ids(stored));
+      expect(acknowledged.filter((id) => !storedIds.has(id))).toEqual([]);
+      expect(stored.map((e) => e.revision)).toEqual(stored.map((_, i) => BigInt(i)));
+      expect(stored.length).toBeLessThan(1_000_000);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  describe('group commit', () => {
+    it('gives each of 50 concurrent appenders its own result', async () => {
+      const streams = Array.from({ length: 50 }, () => `${category('group')}-1`);
+      const events = streams.map(() => newEvent());
+
+      const results = await Promise.all(streams.map((streamId, i) => store.append(streamId, [events[i]], 'no_stream')));
+
+      expect(new Set(results.map((r) => r.position)).size).toBe(50);
+      for (const [i, streamId] of streams.entries()) {
+        const stored = await store.readStream(streamId);
+        expect(ids(stored)).toEqual([events[i].id]);
+        expect(results[i]).toEqual({ nextExpectedRevision: 0n, position: stored[0].position });
+      }
+    });
+
+    it('confines a conflict inside one batch to the caller that lost', async () => {
+      const contested = `${category('contested')}-1`;
+      await store.append(contested, [newEvent()], 'no_stream');
+      const others = Array.from({ length: 48 }, () => `${category('bystander')}-1`);
+      const appendOther = (streamId: string) => store.append(streamId, [newEvent()], 'no_stream');
+
+      // Queued in one tick, so they share one commit.
+      const outcomes = await Promise.allSettled([
+        ...others.slice(0, 24).map(appendOther),
+        store.append(contested, [newEvent()], 0n),
+        store.append(contested, [newEvent()], 0n),
+        ...others.slice(24).map(appendOther),
+      ]);
+
+      const rejected = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason] : []));
+      expect(rejected).toHaveLength(1);
+      expect(rejected[0]).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(rejected[0]).toMatchObject({ streamId: contested, expected: 0n, actual: 1n });
+      expect(await store.readStream(contested)).toHaveLength(2);
+      for (const streamId of others) expect(await store.readStream(streamId)).toHaveLength(1);
+    });
+  });
+});
+
+interface ChildLine {
+  id?: string;
+  at?: number;
+  ready?: boolean;
+}
+
+function startChild(...args: string[]) {
+  const proc = spawn(process.execPath, [child, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: ChildLine[] = [];
+  createInterface({ input: proc.stdout }).on('line', (line) => lines.push(JSON.parse(line) as ChildLine));
+  // 'close' comes after stdout is drained, so `lines` is complete once this settles.
+  const exitCode = new Promise<number | null>((resolve) => proc.on('close', (code) => resolve(code)));
+  return { process: proc, lines, exitCode };
+}
+
+function category(label: string): string {
+  return `${label}${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+}
+
+function newEvent(): NewEvent {
+  return { id: randomUUID(), type: 'Embedded', data: { at: Date.now() } };
+}
+
+function ids(events: Array<{ id: string }>): string[] {
+  return events.map((e) => e.id);
+}
