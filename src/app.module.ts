@@ -49,6 +49,7 @@ export class AppModule {
           includeStacktraceInErrorResponses: false,
           formatError,
           validationRules: [queryLimitsRule(config.maxQueryDepth, config.maxQueryCost)],
+          graphiql: false,
           plugins: [sandboxLandingPage()],
         }),
         WorkflowsModule,

@@ -24,7 +24,9 @@ export function queryLimitsRule(maxDepth: number, maxCost: number) {
         let inner: { depth: number; cost: number } | undefined;
         if (selection.kind === Kind.FIELD) {
           cost += 1;
-          if (selection.selectionSet) inner = measure(selection.selectionSet, depth + 1, seen);
+          // `ofType` chains (type wrappers in introspection) are bounded by the schema, not the client.
+          const nested = selection.name.value === 'ofType' ? depth : depth + 1;
+          if (selection.selectionSet) inner = measure(selection.selectionSet, nested, seen);
         } else if (selection.kind === Kind.INLINE_FRAGMENT) {
           inner = measure(selection.selectionSet, depth, seen);
         } else {

@@ -74,7 +74,7 @@ export class DispatchTaskResolver {
   constructor(private readonly commands: CommandBus) {}
 
   @Mutation(() => DispatchTaskResult, { description: 'Dispatches a task to run now and returns its id at once.' })
-  dispatchTask(@CurrentPrincipal() principal: Principal, @Args('input') input: DispatchTaskInput): Promise<DispatchTaskResult> {
+  dispatchTask(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The task to dispatch: app, environment, name, arguments and an optional tag.' }) input: DispatchTaskInput): Promise<DispatchTaskResult> {
     return this.commands.execute(new DispatchTask(principal, input));
   }
 }

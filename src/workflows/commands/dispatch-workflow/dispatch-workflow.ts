@@ -86,7 +86,7 @@ export class DispatchWorkflowResolver {
   @Mutation(() => DispatchWorkflowResult, {
     description: 'Dispatches a workflow (optionally with a tag) and returns its id at once; its first decision is queued for a worker.',
   })
-  dispatchWorkflow(@CurrentPrincipal() principal: Principal, @Args('input') input: DispatchWorkflowInput): Promise<DispatchWorkflowResult> {
+  dispatchWorkflow(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The workflow to dispatch: app, environment, name, arguments and an optional tag.' }) input: DispatchWorkflowInput): Promise<DispatchWorkflowResult> {
     return this.commands.execute(new DispatchWorkflow(principal, input));
   }
 }

@@ -28,7 +28,7 @@ export class PauseWorkflowsResolver {
   @Mutation(() => SelectorActionResult, {
     description: 'Pauses running workflows picked by the selector. Tasks already dispatched keep running and their results are recorded; nothing new is dispatched until resumeWorkflows. Paused, completed, failed and terminated workflows are left as they are.',
   })
-  pauseWorkflows(@CurrentPrincipal() principal: Principal, @Args('input') input: PauseWorkflowsInput): Promise<SelectorActionResult> {
+  pauseWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to pause (app, environment, selector).' }) input: PauseWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new PauseWorkflows(principal, input));
   }
 }

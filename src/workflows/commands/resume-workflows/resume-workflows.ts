@@ -28,7 +28,7 @@ export class ResumeWorkflowsResolver {
   @Mutation(() => SelectorActionResult, {
     description: 'Resumes paused workflows picked by the selector; everything recorded while paused (task results, timers, events) is then acted on, in order. Running and final workflows are left as they are.',
   })
-  resumeWorkflows(@CurrentPrincipal() principal: Principal, @Args('input') input: ResumeWorkflowsInput): Promise<SelectorActionResult> {
+  resumeWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to resume (app, environment, selector).' }) input: ResumeWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new ResumeWorkflows(principal, input));
   }
 }

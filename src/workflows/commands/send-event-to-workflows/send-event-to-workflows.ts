@@ -44,7 +44,7 @@ export class SendEventToWorkflowsResolver {
     description:
       'Sends an event to the workflows picked by the selector. Running and paused workflows record it (a paused one acts on it after resume, in order); terminated, completed and failed ones do not receive it.',
   })
-  sendEventToWorkflows(@CurrentPrincipal() principal: Principal, @Args('input') input: SendEventToWorkflowsInput): Promise<SelectorActionResult> {
+  sendEventToWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The event (name and data) and the workflows it goes to (app, environment, selector).' }) input: SendEventToWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new SendEventToWorkflows(principal, input));
   }
 }

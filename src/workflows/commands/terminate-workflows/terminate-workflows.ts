@@ -36,7 +36,7 @@ export class TerminateWorkflowsResolver {
     description:
       'Terminates running and paused workflows picked by the selector; final. Their running tasks are told to stop at their next heartbeat; late results are recorded and ignored. Completed, failed and terminated workflows are left as they are.',
   })
-  terminateWorkflows(@CurrentPrincipal() principal: Principal, @Args('input') input: TerminateWorkflowsInput): Promise<SelectorActionResult> {
+  terminateWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to terminate (app, environment, selector) and, optionally, why.' }) input: TerminateWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new TerminateWorkflows(principal, input));
   }
 }

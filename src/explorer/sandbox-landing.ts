@@ -1,0 +1,173 @@
+import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import { randomBytes } from 'node:crypto';
+import { DEFAULT_DOCUMENT, DEFAULT_VARIABLES, TOKEN_STORAGE_KEY, jsonForHtml } from './default-operation.js';
+
+export interface SandboxLandingPageOptions {
+  /** Version path of the embeddable Sandbox on Apollo's CDN. */
+  version?: string;
+  /** Where the "offline explorer" link points. */
+  explorerPath?: string;
+}
+
+const SANDBOX_CDN = 'https://embeddable-sandbox.cdn.apollographql.com';
+
+/**
+ * The page a browser gets for GET /graphql (`Accept: text/html`): it asks for the API token first
+ * (kept in sessionStorage, shared with /explorer), then embeds Apollo Sandbox from Apollo's CDN
+ * with `Authorization: Bearer <token>` as a shared header on every request, and links to the
+ * offline GraphiQL explorer. Replaces Apollo's default landing page, so install it with
+ * `graphiql: false` (Nest's own GraphiQL landing page would otherwise be a second one).
+ */
+export function sandboxLandingPage(options: SandboxLandingPageOptions = {}): ApolloServerPlugin<BaseContext> {
+  const version = options.version ?? '_latest';
+  const explorerPath = options.explorerPath ?? '/explorer';
+  return {
+    async serverWillStart() {
+      return {
+        async renderLandingPage() {
+          return { html: async () => sandboxLandingHtml({ version, explorerPath, nonce: randomBytes(16).toString('base64') }) };
+        },
+      };
+    },
+  };
+}
+
+/** Same sources as Apollo's own landing page allows, plus this page's nonce. */
+function contentSecurityPolicy(nonce: string): string {
+  return [
+    `script-src 'self' 'nonce-${nonce}' ${SANDBOX_CDN}`,
+    `style-src 'nonce-${nonce}' ${SANDBOX_CDN} https://fonts.googleapis.com`,
+    'img-src data: https://apollo-server-landing-page.cdn.apollographql.com',
+    'manifest-src https://apollo-server-landing-page.cdn.apollographql.com',
+    'frame-src https://sandbox.embed.apollographql.com',
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join('; ');
+}
+
+export function sandboxLandingHtml({ version, explorerPath, nonce }: { version: string; explorerPath: string; nonce: string }): string {
+  const config = {
+    tokenKey: TOKEN_STORAGE_KEY,
+    scriptUrl: `${SANDBOX_CDN}/${encodeURIComponent(version)}/embeddable-sandbox.umd.production.min.js`,
+    document: DEFAULT_DOCUMENT,
+    variables: DEFAULT_VARIABLES,
+  };
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8" />
+  <meta name="viewport" content="width=device-width, initial-scale=1" />
+  <meta name="robots" content="noindex" />
+  <meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy(nonce)}" />
+  <title>Baton · GraphQL API</title>
+  <link rel="icon" href="data:," />
+  <style nonce="${nonce}">
+    html, body { height: 100%; margin: 0; }
+    body { display: flex; flex-direction: column; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b2240; background: #f5f6fa; }
+    [hidden] { display: none !important; }
+    .gate { flex: 1; display: flex; align-items: center; justify-content: center; padding: 1rem; }
+    .card { max-width: 34rem; width: 100%; background: #fff; border-radius: 10px; padding: 1.5rem 2rem; box-shadow: 0 2px 12px rgba(0,0,0,.08); }
+    .card h1 { font-size: 1.3rem; margin-top: 0; }
+    .card label { display: block; font-weight: 600; margin: 1rem 0 .3rem; }
+    .card input { box-sizing: border-box; width: 100%; padding: .55rem .7rem; font-family: ui-monospace, monospace; border: 1px solid #bcc2d4; border-radius: 6px; }
+    .card button { margin-top: 1rem; padding: .55rem 1.2rem; font: inherit; font-weight: 600; color: #fff; background: #3f20ba; border: 0; border-radius: 6px; cursor: pointer; }
+    .note { font-size: .85rem; color: #5a6280; }
+    .error { color: #b00020; font-weight: 600; }
+    code { font-family: ui-monospace, monospace; font-size: .9em; }
+    .bar { display: flex; align-items: center; gap: 1rem; padding: .35rem 1rem; font-size: .85rem; background: #fff; border-bottom: 1px solid #e0e3ee; }
+    .bar button { font: inherit; padding: .15rem .6rem; border: 1px solid #bcc2d4; border-radius: 4px; background: #fff; cursor: pointer; }
+    .bar .right { margin-left: auto; }
+    #sandbox { flex: 1; min-height: 0; }
+    #sandbox iframe { width: 100%; height: 100%; border: none; background: #fff; }
+  </style>
+</head>
+<body>
+  <main id="token-gate" class="gate">
+    <form id="token-form" class="card" autocomplete="off">
+      <h1>Baton · GraphQL API</h1>
+      <p>Every request to this endpoint needs an API token, sent as <code>Authorization: Bearer &lt;token&gt;</code>.
+        <code>baton tokens create --app &lt;appId&gt;</code> prints one; <code>npm start</code> prints one for app <code>demo</code> on a fresh store.</p>
+      <label for="token-input">API token</label>
+      <input id="token-input" name="token" type="password" required spellcheck="false" autocapitalize="off" placeholder="paste your API token" />
+      <p id="token-error" class="error" role="alert" hidden></p>
+      <button id="token-submit" type="submit">Open Apollo Sandbox</button>
+      <p class="note">The token is kept in this tab's session storage and added to every request Sandbox sends to this server.
+        Apollo Sandbox loads from Apollo's CDN, so it needs internet. Offline? Use the <a href="${explorerPath}">built-in GraphiQL explorer</a>, served by Baton itself.</p>
+    </form>
+  </main>
+  <header id="bar" class="bar" hidden>
+    <strong>Baton</strong>
+    <span>token <code id="token-hint"></code></span>
+    <button id="change-token" type="button">Change token</button>
+    <span id="load-error" class="error" role="alert" hidden>Apollo Sandbox could not be loaded from Apollo's CDN (offline?). Use the offline explorer.</span>
+    <a class="right" href="${explorerPath}">Offline explorer (GraphiQL)</a>
+  </header>
+  <div id="sandbox" hidden></div>
+  <noscript>Apollo Sandbox needs JavaScript. Send POST requests with <code>Authorization: Bearer &lt;token&gt;</code> instead.</noscript>
+  <script nonce="${nonce}">
+  (function () {
+    'use strict';
+    var config = ${jsonForHtml(config)};
+    var nonce = ${jsonForHtml(nonce)};
+    var gate = document.getElementById('token-gate');
+    var form = document.getElementById('token-form');
+    var input = document.getElementById('token-input');
+    var formError = document.getElementById('token-error');
+    function storedToken() {
+      try { return sessionStorage.getItem(config.tokenKey) || ''; } catch (e) { return ''; }
+    }
+    function storeToken(token) {
+      try {
+        if (token) sessionStorage.setItem(config.tokenKey, token); else sessionStorage.removeItem(config.tokenKey);
+      } catch (e) { /* storage disabled */ }
+    }
+    function start(token) {
+      gate.hidden = true;
+      document.getElementById('bar').hidden = false;
+      document.getElementById('sandbox').hidden = false;
+      document.getElementById('token-hint').textContent = token.length > 8 ? '\\u2026' + token.slice(-4) : '\\u2026';
+      var script = document.createElement('script');
+      script.src = config.scriptUrl;
+      script.nonce = nonce;
+      script.onerror = function () { document.getElementById('load-error').hidden = false; };
+      script.onload = function () {
+        new window.EmbeddedSandbox({
+          target: '#sandbox',
+          initialEndpoint: window.location.href.split('#')[0].split('?')[0],
+          initialState: {
+            document: config.document,
+            variables: config.variables,
+            sharedHeaders: { Authorization: 'Bearer ' + token },
+            includeCookies: false,
+          },
+          hideCookieToggle: true,
+          endpointIsEditable: false,
+          runTelemetry: false,
+          allowDynamicStyles: false,
+        });
+      };
+      document.body.appendChild(script);
+    }
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var token = input.value.trim().replace(/^Bearer\\s+/i, '');
+      if (!token || /\\s/.test(token)) {
+        formError.textContent = token ? 'A token has no spaces: paste only the token.' : 'Enter an API token.';
+        formError.hidden = false;
+        return;
+      }
+      storeToken(token);
+      start(token);
+    });
+    document.getElementById('change-token').addEventListener('click', function () {
+      storeToken('');
+      window.location.reload();
+    });
+    var token = storedToken();
+    if (token) start(token); else input.focus();
+  })();
+  </script>
+</body>
+</html>
+`;
+}
