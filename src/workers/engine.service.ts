@@ -57,9 +57,10 @@ export class EngineService {
       if (items.length > 0) return items;
       const remaining = deadline - Date.now();
       if (remaining <= 0 || signal?.aborted) return [];
-      if (candidates.length === 0) {
-        await this.engine.waitForWork(input.appId, input.environment, input.workflows, taskNames, remaining, signal);
-      }
+      // Candidates that could not be claimed were taken elsewhere (another instance, whose event
+      // this one has not projected yet): give the log a moment instead of spinning on them.
+      const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);
+      await this.engine.waitForWork(input.appId, input.environment, input.workflows, taskNames, wait, signal);
     }
   }
 
