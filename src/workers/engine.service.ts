@@ -52,11 +52,12 @@ export class EngineService {
     const taskNames = input.tasks.map((t) => t.name);
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     for (;;) {
+      if (signal?.aborted) return [];
       const candidates = this.engine.candidates(input.appId, input.environment, input.workflows, taskNames, max, this.claiming);
       const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies)))).filter((i): i is WorkItem => i !== null);
       if (items.length > 0) return items;
       const remaining = deadline - Date.now();
-      if (remaining <= 0 || signal?.aborted) return [];
+      if (remaining <= 0) return [];
       // Candidates that could not be claimed were taken elsewhere (another instance, whose event
       // this one has not projected yet): give the log a moment instead of spinning on them.
       const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);

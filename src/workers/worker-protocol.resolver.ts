@@ -1,4 +1,5 @@
-import { Args, Mutation, Resolver } from '@nestjs/graphql';
+import { Args, Context, Mutation, Resolver } from '@nestjs/graphql';
+import type { FastifyRequest } from 'fastify';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
@@ -13,9 +14,22 @@ export class WorkerProtocolResolver {
     description:
       'Long-polls for work: claims up to `maxItems` decisions and task attempts for the names this worker serves, each under a lease. Answers as soon as anything was claimed; with nothing to claim it waits up to `waitMs`, then answers with an empty list.',
   })
-  pollWork(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Who polls, for which app and environment, and which workflows and tasks it serves.' }) input: PollWorkInput): Promise<WorkItem[]> {
+  async pollWork(
+    @CurrentPrincipal() principal: Principal,
+    @Args('input', { description: 'Who polls, for which app and environment, and which workflows and tasks it serves.' }) input: PollWorkInput,
+    @Context('req') req: FastifyRequest | undefined,
+  ): Promise<WorkItem[]> {
     assertScope(principal, input.appId, input.environment);
-    return this.engine.poll(input);
+    // A worker that goes away mid-poll (shutdown, crash) must not have work claimed for it.
+    const gone = new AbortController();
+    const socket = req?.raw.socket;
+    const onClose = () => gone.abort();
+    socket?.once('close', onClose);
+    try {
+      return await this.engine.poll(input, gone.signal);
+    } finally {
+      socket?.off('close', onClose);
+    }
   }
 
   @Mutation(() => ReportWorkResult, {
