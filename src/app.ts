@@ -5,6 +5,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { AppModule } from './app.module.js';
 import { BatonConfig } from './config/config.js';
 import { batonValidationPipe } from './graphql/validation.pipe.js';
+import { ProjectionRunner } from './event-store/projection-runner.js';
 import { HttpErrorsFilter } from './graphql/http-errors.filter.js';
 import { installAuth } from './tokens/auth.hook.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
@@ -18,7 +19,7 @@ const LEVELS: Record<BatonConfig['logLevel'], LogLevel[]> = {
 
 /**
  * Builds the Nest app on Fastify: body limit, authentication before GraphQL, HTTP errors shaped
- * as GraphQL errors, validation on every input. `init` rebuilds the read models from the log.
+ * as GraphQL errors, validation on every input; then rebuilds the read models from the log.
  */
 export async function createApp(config: BatonConfig): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimitBytes, trustProxy: true });
@@ -31,6 +32,7 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
   app.useGlobalFilters(new HttpErrorsFilter(config.bodyLimitBytes));
   installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute);
   await app.init();
+  await app.get(ProjectionRunner).start();
   return app;
 }
 

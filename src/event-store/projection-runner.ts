@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { EventBus } from '@nestjs/cqrs';
 import { EVENT_STORE, EventStore, Subscription } from './event-store.port.js';
 import { EventRegistry } from './event-registry.js';
@@ -6,12 +6,13 @@ import { EventRegistry } from './event-registry.js';
 /**
  * Feeds every read model of this instance: one subscription to the global log, each event
  * rehydrated through the registry and published on the cqrs EventBus (projection handlers are
- * synchronous, so they see events in log order). Start-up waits for catch-up, so a restarted
- * instance answers from complete read models. Mutations wait for their own position here
- * before answering (read your writes).
+ * synchronous, so they see events in log order). `start()` runs after the app's init, once
+ * @nestjs/cqrs has registered the handlers, and resolves at catch-up, so a restarted instance
+ * answers from complete read models. Mutations wait for their own position here before
+ * answering (read your writes).
  */
 @Injectable()
-export class ProjectionRunner implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ProjectionRunner implements OnApplicationShutdown {
   private readonly logger = new Logger('Projections');
   private subscription: Subscription | undefined;
   private position = -1n;
@@ -25,7 +26,8 @@ export class ProjectionRunner implements OnApplicationBootstrap, OnApplicationSh
     private readonly eventBus: EventBus,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
+  async start(): Promise<void> {
+    if (this.subscription) return;
     const started = Date.now();
     let count = 0;
     await new Promise<void>((resolve, reject) => {

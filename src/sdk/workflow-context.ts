@@ -113,49 +113,54 @@ export class WorkflowReplay {
   async execute(): Promise<Command[]> {
     const recorded = new Map<string, { commands: Command[]; revision: number }>();
     for (const e of this.history) if (e.type === 'DecisionCompleted') recorded.set(e.data.decisionId, { commands: e.data.commands, revision: e.revision });
+    // Outcomes recorded between two decisions are seen by the code at the next one, with that
+    // decision's clock: the code that runs on them runs then.
+    let unseen: HistoryEvent[] = [];
     let started = false;
     const last = this.history.length - 1;
     for (let i = 0; i <= last; i++) {
       const event = this.history[i];
-      switch (event.type) {
-        case 'DecisionStarted': {
-          this.time = Date.parse(event.data.startedAt);
-          this.replaying = i < last;
-          if (!started) {
-            started = true;
-            this.start();
-          }
-          await drain();
-          const done = recorded.get(event.data.decisionId);
-          if (done) {
-            this.check(done.commands, done.revision);
-            this.buffer = [];
-          }
-          continue;
-        }
-        case 'TaskCompleted':
-        case 'ChildWorkflowCompleted':
-          this.settle(event.data.seq, (p) => p.resolve(event.type === 'TaskCompleted' ? event.data.result : event.data.result));
-          break;
-        case 'TaskFailed':
-        case 'ChildWorkflowFailed':
-          this.settle(event.data.seq, (p) => p.reject(new TaskFailedError(event.data.error?.message ?? 'failed', event.data.error?.name)));
-          break;
-        case 'TimerFired': {
-          const fire = this.timers.get(event.data.seq);
-          this.timers.delete(event.data.seq);
-          fire?.();
-          break;
-        }
-        case 'WorkflowEventReceived':
-          this.deliver(event.data.name, event.data.data ?? []);
-          break;
-        default:
-          continue;
+      if (event.type !== 'DecisionStarted') {
+        if (OUTCOMES.has(event.type)) unseen.push(event);
+        continue;
+      }
+      this.time = Date.parse(event.data.startedAt);
+      this.replaying = i < last;
+      if (!started) {
+        started = true;
+        this.start();
       }
       await drain();
+      for (const outcome of unseen) {
+        this.apply(outcome);
+        await drain();
+      }
+      unseen = [];
+      const done = recorded.get(event.data.decisionId);
+      if (done) {
+        this.check(done.commands, done.revision);
+        this.buffer = [];
+      }
     }
     return this.buffer;
+  }
+
+  private apply(event: HistoryEvent): void {
+    switch (event.type) {
+      case 'TaskCompleted':
+      case 'ChildWorkflowCompleted':
+        return this.settle(event.data.seq, (p) => p.resolve(event.data.result));
+      case 'TaskFailed':
+      case 'ChildWorkflowFailed':
+        return this.settle(event.data.seq, (p) => p.reject(new TaskFailedError(event.data.error?.message ?? 'failed', event.data.error?.name)));
+      case 'TimerFired': {
+        const fire = this.timers.get(event.data.seq);
+        this.timers.delete(event.data.seq);
+        return fire?.();
+      }
+      case 'WorkflowEventReceived':
+        return this.deliver(event.data.name, event.data.data ?? []);
+    }
   }
 
   private start(): void {
@@ -318,6 +323,8 @@ export class WorkflowReplay {
     };
   }
 }
+
+const OUTCOMES = new Set(['TaskCompleted', 'TaskFailed', 'ChildWorkflowCompleted', 'ChildWorkflowFailed', 'TimerFired', 'WorkflowEventReceived']);
 
 /** Lets every promise continuation that is ready run (all microtasks) before going on. */
 const drain = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -1,5 +1,5 @@
 import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
-import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PRINTABLE, Paginated } from '../graphql/common.types.js';
 import { WorkflowView } from './workflows.read-model.js';
 
@@ -43,12 +43,14 @@ export class WorkflowSelectorInput {
   @Field(() => ID, { nullable: true, description: 'One workflow, by the id dispatchWorkflow returned.' })
   @IsOptional()
   @IsString()
+  @IsNotEmpty()
   @MaxLength(64)
   id?: string | null;
 
   @Field(() => String, { nullable: true, description: 'Every not-final workflow of this name (with `tag`: of this name and tag).' })
   @IsOptional()
   @IsString()
+  @IsNotEmpty()
   @MaxLength(256)
   @Matches(PRINTABLE, { message: 'must not contain control characters' })
   name?: string | null;
@@ -56,6 +58,7 @@ export class WorkflowSelectorInput {
   @Field(() => String, { nullable: true, description: 'Only together with `name`: the tag given at dispatch.' })
   @IsOptional()
   @IsString()
+  @IsNotEmpty()
   @MaxLength(256)
   @Matches(PRINTABLE, { message: 'must not contain control characters' })
   tag?: string | null;
