@@ -2,7 +2,7 @@ import { ApolloDriver, ApolloDriverConfig } from '@nestjs/apollo';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { GraphQLModule } from '@nestjs/graphql';
-import { BATON_CONFIG, BatonConfig } from './config/config.js';
+import { BATON_CONFIG, type BatonConfig } from './config/config.js';
 import { CLOCK, systemClock } from './shared/clock.js';
 import { EventStoreModule } from './event-store/event-store.module.js';
 import { ExplorerModule } from './explorer/explorer.module.js';
@@ -10,6 +10,7 @@ import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
 import { queryLimitsRule } from './graphql/query-limits.js';
 import { HealthController } from './health/health.controller.js';
+import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
 import { WorkersModule } from './workers/workers.module.js';
@@ -55,6 +56,7 @@ export class AppModule {
         WorkflowsModule,
         TasksModule,
         WorkersModule,
+        SchedulesModule,
         ExplorerModule,
         ...(extra ?? []),
       ],

@@ -3,7 +3,7 @@ import { INestApplication, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module.js';
-import { BatonConfig } from './config/config.js';
+import { type BatonConfig } from './config/config.js';
 import { batonValidationPipe } from './graphql/validation.pipe.js';
 import { ProjectionRunner } from './event-store/projection-runner.js';
 import { HttpErrorsFilter } from './graphql/http-errors.filter.js';

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import * as examples from '../examples/index.js';
-import { EventStore } from './event-store/event-store.port.js';
+import { type EventStore } from './event-store/event-store.port.js';
 import { Worker } from './sdk/worker.js';
 import { createToken } from './tokens/create-token.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';

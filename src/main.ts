@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { startExamplesWorker } from './examples-worker.js';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config/config.js';
-import { EVENT_STORE, EventStore } from './event-store/event-store.port.js';
+import { EVENT_STORE, type EventStore } from './event-store/event-store.port.js';
 import { createToken } from './tokens/create-token.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
 

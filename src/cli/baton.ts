@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createEventStore } from '../event-store/create-event-store.js';
-import { EventStore } from '../event-store/event-store.port.js';
+import { type EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
 import { workerCommand } from './worker-command.js';
 

@@ -1,4 +1,4 @@
-import { EventStore } from './event-store.port.js';
+import { type EventStore } from './event-store.port.js';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.js';
 
 /** Picks the adapter from `EVENT_STORE_URL`: `sqlite:<file>` or an EventStoreDB/KurrentDB connection string. */

@@ -5,7 +5,7 @@ import { uuidv7 } from '../shared/ids.js';
 import {
   EVENT_STORE,
   EventMetadata,
-  EventStore,
+  type EventStore,
   NewEvent,
   RecordedEvent,
   StoreUnavailableError,

@@ -1,10 +1,10 @@
 import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
-import { BATON_CONFIG, BatonConfig } from '../config/config.js';
+import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { createEventStore } from './create-event-store.js';
 import { DeciderRunner } from './decider-runner.js';
 import { EventRegistry } from './event-registry.js';
-import { EVENT_STORE, EventStore } from './event-store.port.js';
+import { EVENT_STORE, type EventStore } from './event-store.port.js';
 import { ProjectionRunner } from './projection-runner.js';
 
 @Global()

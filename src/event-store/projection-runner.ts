@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { EventBus } from '@nestjs/cqrs';
-import { EVENT_STORE, EventStore, Subscription } from './event-store.port.js';
+import { EVENT_STORE, type EventStore, Subscription } from './event-store.port.js';
 import { EventRegistry } from './event-registry.js';
 
 /**

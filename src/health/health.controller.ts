@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { EVENT_STORE, EventStore } from '../event-store/event-store.port.js';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 
 /** `GET /health`: 200 when the store answers, 503 when it does not. */

@@ -1,5 +1,5 @@
 import { decideAndAppend } from '../event-store/decider-runner.js';
-import { EventStore } from '../event-store/event-store.port.js';
+import { type EventStore } from '../event-store/event-store.port.js';
 import { uuidv7 } from '../shared/ids.js';
 import { tokenDecider } from './domain/token.decider.js';
 import { newTokenSecret } from './token-secrets.js';

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EventsHandler, IEventHandler } from '@nestjs/cqrs';
 import { StoredEvent, eventClasses } from '../event-store/event-registry.js';
-import { CLOCK, Clock } from '../shared/clock.js';
+import { CLOCK, type Clock } from '../shared/clock.js';
 import { TaskEvent, TaskState, taskDecider, taskNextDueAt } from '../tasks/domain/task.decider.js';
 import { ATTEMPT_EVENT_TYPES, isClaimable } from '../tasks/domain/task-attempts.js';
 import {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DeciderRunner } from '../event-store/decider-runner.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
-import { CLOCK, Clock } from '../shared/clock.js';
+import { CLOCK, type Clock } from '../shared/clock.js';
 import { uuidv7 } from '../shared/ids.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { workflowDecider } from '../workflows/domain/workflow.decider.js';

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { BATON_CONFIG, BatonConfig } from '../config/config.js';
+import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js';
 import { Json } from '../event-store/event-store.port.js';
-import { CLOCK, Clock } from '../shared/clock.js';
+import { CLOCK, type Clock } from '../shared/clock.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';

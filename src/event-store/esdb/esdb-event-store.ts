@@ -30,7 +30,7 @@ import {
   AppendResult,
   EventHandler,
   EventMetadata,
-  EventStore,
+  type EventStore,
   ExpectedRevision,
   NewEvent,
   ReadAllOptions,

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import {
   AppendResult,
   EventHandler,
-  EventStore,
+  type EventStore,
   ExpectedRevision,
   NewEvent,
   ReadAllOptions,

@@ -248,7 +248,16 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           data: { decisionId: command.decisionId, commands: command.commands },
         };
         if (final) return [completed];
-        return [completed, ...command.commands.flatMap((c) => commandEvents(c, state, command.ids))];
+        // Each command sees the effect of the ones before it (a timer started and cancelled in one decision).
+        const events: WorkflowEvent[] = [completed];
+        let current: WorkflowState = state;
+        for (const c of command.commands) {
+          for (const event of commandEvents(c, current as ExistingWorkflow, command.ids)) {
+            events.push(event);
+            current = workflowDecider.evolve(current, event);
+          }
+        }
+        return events;
       }
 
       case 'FailDecision': {

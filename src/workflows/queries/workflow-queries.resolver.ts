@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, ID, InputType, Int, Query, Resolver } from '@nestjs/graphql';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { EVENT_STORE, EventStore } from '../../event-store/event-store.port.js';
+import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedInput } from '../../graphql/common.types.js';
 import { paginate } from '../../graphql/common.types.js';
 import { NotFoundError } from '../../shared/errors.js';

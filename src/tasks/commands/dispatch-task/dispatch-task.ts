@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Args, InputType, Mutation, Resolver } from '@nestjs/graphql';
 import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { BATON_CONFIG, BatonConfig } from '../../../config/config.js';
+import { BATON_CONFIG, type BatonConfig } from '../../../config/config.js';
 import { CommandContext, DeciderRunner } from '../../../event-store/decider-runner.js';
 import { Json } from '../../../event-store/event-store.port.js';
 import { AppScopedInput, JsonArrayField, NameField } from '../../../graphql/common.types.js';

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Args, InputType, Mutation, Resolver } from '@nestjs/graphql';
 import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { BATON_CONFIG, BatonConfig } from '../../../config/config.js';
+import { BATON_CONFIG, type BatonConfig } from '../../../config/config.js';
 import { JsonArrayField, NameField } from '../../../graphql/common.types.js';
 import { parseJsonArray } from '../../../shared/json.js';
 import { CurrentPrincipal } from '../../../tokens/principal.js';

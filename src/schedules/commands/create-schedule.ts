@@ -1,0 +1,67 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
+import { DeciderRunner } from '../../event-store/decider-runner.js';
+import { contextFor } from '../../shared/command-context.js';
+import { CLOCK, type Clock } from '../../shared/clock.js';
+import { uuidv7 } from '../../shared/ids.js';
+import { parseJsonArray } from '../../shared/json.js';
+import { assertScope } from '../../tokens/principal.js';
+import type { Principal } from '../../tokens/tokens.projection.js';
+import { normalizeTimezone, validateCron } from '../domain/cron.js';
+import { OverlapPolicy, ScheduleKind, nextFireAt, scheduleDecider } from '../domain/schedule.decider.js';
+import { ScheduleResult } from '../schedule.types.js';
+
+export interface NewSchedule {
+  appId: string;
+  environment: string;
+  kind: ScheduleKind;
+  name: string;
+  /** The raw `input` string (a JSON array). */
+  input: string;
+  tag: string | null;
+  cron: string;
+  timezone: string | null;
+  overlapPolicy: OverlapPolicy;
+  catchUpWindowMs: number | null;
+}
+
+/** What scheduleTask and scheduleWorkflow share: checks, then one ScheduleCreated on a new stream. */
+@Injectable()
+export class ScheduleCreator {
+  constructor(
+    private readonly runner: DeciderRunner,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+  ) {}
+
+  async create(principal: Principal, s: NewSchedule): Promise<ScheduleResult> {
+    assertScope(principal, s.appId, s.environment);
+    const input = parseJsonArray('input', s.input, this.config.maxPayloadBytes);
+    const now = this.clock.now();
+    const timezone = normalizeTimezone(s.timezone);
+    validateCron(s.cron, timezone, now);
+    const scheduleId = uuidv7(now);
+    const { state } = await this.runner.run(
+      `schedule-${scheduleId}`,
+      scheduleDecider,
+      {
+        type: 'CreateSchedule',
+        scheduleId,
+        appId: s.appId,
+        environment: s.environment,
+        kind: s.kind,
+        name: s.name,
+        input,
+        tag: s.tag,
+        cron: s.cron,
+        timezone,
+        overlapPolicy: s.overlapPolicy,
+        catchUpWindowMs: s.catchUpWindowMs ?? this.config.scheduleCatchUpMs,
+        now,
+      },
+      contextFor(principal, s.appId, s.environment),
+    );
+    const next = nextFireAt(state);
+    return { id: scheduleId, nextFireAt: next === null ? null : new Date(next) };
+  }
+}

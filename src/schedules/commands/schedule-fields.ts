@@ -1,0 +1,56 @@
+import { Field, ID, InputType, Int } from '@nestjs/graphql';
+import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { AppScopedInput, PRINTABLE } from '../../graphql/common.types.js';
+
+/** Longest catch-up window accepted (as SCHEDULE_CATCH_UP_MS): 7 days. */
+export const MAX_CATCH_UP_WINDOW_MS = 7 * 24 * 3_600_000;
+
+export function CronField(): PropertyDecorator {
+  return (target, key) => {
+    Field({
+      description:
+        'Cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with a leading seconds field, or a macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly). E.g. "*/5 * * * *", "0 9 * * MON-FRI", "*/10 * * * * *".',
+    })(target, key);
+    IsString()(target, key);
+    IsNotEmpty()(target, key);
+    MaxLength(256)(target, key);
+    Matches(PRINTABLE, { message: 'must not contain control characters' })(target, key);
+  };
+}
+
+export function TimezoneField(): PropertyDecorator {
+  return (target, key) => {
+    Field(() => String, {
+      nullable: true,
+      description:
+        'IANA time zone the expression is read in (default "UTC"), e.g. "Europe/Paris". Across daylight saving changes, a local time skipped by a jump forward fires once at the first instant after the jump; a local time repeated by a jump back fires once, on its first pass.',
+    })(target, key);
+    IsOptional()(target, key);
+    IsString()(target, key);
+    MaxLength(64)(target, key);
+  };
+}
+
+export function CatchUpWindowField(): PropertyDecorator {
+  return (target, key) => {
+    Field(() => Int, {
+      nullable: true,
+      description:
+        'How old (in milliseconds) a missed occurrence may be and still be fired, once, when Baton gets to it late (e.g. after a restart). Older ones are recorded as skipped. Default: the SCHEDULE_CATCH_UP_MS setting (60000); at most 7 days.',
+    })(target, key);
+    IsOptional()(target, key);
+    IsInt()(target, key);
+    Min(0)(target, key);
+    Max(MAX_CATCH_UP_WINDOW_MS)(target, key);
+  };
+}
+
+/** appId, environment and a schedule id: the shape of the management inputs. */
+@InputType({ isAbstract: true })
+export abstract class ScheduleRefInput extends AppScopedInput {
+  @Field(() => ID, { description: 'The schedule id scheduleTask or scheduleWorkflow returned.' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(64)
+  id: string;
+}

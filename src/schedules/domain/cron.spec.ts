@@ -1,0 +1,206 @@
+import { describe, expect, it } from '@jest/globals';
+import { BadUserInputError } from '../../shared/errors.js';
+import {
+  CRON_MACROS,
+  compileCron,
+  latestOccurrence,
+  nextOccurrence,
+  normalizeTimezone,
+  occurrencesBetween,
+  validateCron,
+} from './cron.js';
+
+const at = (iso: string): number => Date.parse(iso);
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The next `n` occurrences strictly after `from`. */
+function upcoming(cron: string, timezone: string, from: string, n: number): string[] {
+  const c = compileCron(cron, timezone);
+  const out: string[] = [];
+  for (let t: number | null = at(from); out.length < n; ) {
+    t = nextOccurrence(c, t);
+    if (t === null) break;
+    out.push(iso(t)!);
+  }
+  return out;
+}
+
+function refusal(run: () => unknown): BadUserInputError {
+  let thrown: unknown;
+  try {
+    run();
+  } catch (error) {
+    thrown = error;
+  }
+  if (thrown === undefined) throw new Error('expected BadUserInputError, nothing was thrown');
+  expect(thrown).toBeInstanceOf(BadUserInputError);
+  return thrown as BadUserInputError;
+}
+
+describe('cron syntax', () => {
+  it('reads 5 fields with seconds at 0', () => {
+    expect(upcoming('*/5 * * * *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-01T00:05:00.000Z', '2026-01-01T00:10:00.000Z']);
+  });
+
+  it('reads 6 fields as a leading seconds field', () => {
+    expect(upcoming('*/1 * * * * *', 'UTC', '2026-01-01T00:00:00.300Z', 3)).toEqual([
+      '2026-01-01T00:00:01.000Z',
+      '2026-01-01T00:00:02.000Z',
+      '2026-01-01T00:00:03.000Z',
+    ]);
+    expect(upcoming('30 0 9 * * *', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-01T09:00:30.000Z']);
+  });
+
+  it('is strictly after its starting point, also exactly on an occurrence', () => {
+    expect(upcoming('*/1 * * * * *', 'UTC', '2026-01-01T00:00:05.000Z', 1)).toEqual(['2026-01-01T00:00:06.000Z']);
+  });
+
+  it('knows names, ranges, lists and steps', () => {
+    expect(upcoming('0 9 * * MON-FRI', 'UTC', '2026-01-02T10:00:00Z', 2)).toEqual(['2026-01-05T09:00:00.000Z', '2026-01-06T09:00:00.000Z']);
+    expect(upcoming('0 0 1 JAN,JUL *', 'UTC', '2026-01-02T00:00:00Z', 1)).toEqual(['2026-07-01T00:00:00.000Z']);
+    expect(upcoming('10-50/20 * * * *', 'UTC', '2026-01-01T00:00:00Z', 3)).toEqual([
+      '2026-01-01T00:10:00.000Z',
+      '2026-01-01T00:30:00.000Z',
+      '2026-01-01T00:50:00.000Z',
+    ]);
+  });
+
+  it.each([
+    ['@yearly', '2027-01-01T00:00:00.000Z'],
+    ['@annually', '2027-01-01T00:00:00.000Z'],
+    ['@monthly', '2026-02-01T00:00:00.000Z'],
+    ['@weekly', '2026-01-04T00:00:00.000Z'],
+    ['@daily', '2026-01-02T00:00:00.000Z'],
+    ['@midnight', '2026-01-02T00:00:00.000Z'],
+    ['@hourly', '2026-01-01T01:00:00.000Z'],
+    ['@DAILY', '2026-01-02T00:00:00.000Z'],
+  ])('macro %s', (macro, first) => {
+    expect(upcoming(macro, 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual([first]);
+  });
+
+  it('has exactly the documented macros', () => {
+    expect(Object.keys(CRON_MACROS).sort()).toEqual(['@annually', '@daily', '@hourly', '@midnight', '@monthly', '@weekly', '@yearly']);
+  });
+
+  it('normalises whitespace and macro case', () => {
+    expect(compileCron('  */5   *  * * *  ').expression).toBe('*/5 * * * *');
+    expect(compileCron('@Hourly').expression).toBe('@hourly');
+  });
+
+  it.each([
+    ['* * * * * * *', /expected 5 fields .* or 6 .*got 7/],
+    ['* * * *', /got 4/],
+    ['', /must not be empty/],
+    ['@reboot', /unknown macro/],
+    ['@every 5m', /unknown macro/],
+    ['61 * * * *', /Invalid value for minute: 61/],
+    ['* * * * MOO', /illegal characters/],
+    ['5/15 * * * *', /stepping/],
+  ])('refuses %j on the field cron with the reason', (cron, reason) => {
+    const error = refusal(() => compileCron(cron, 'UTC'));
+    expect(error.details.field).toBe('cron');
+    expect(error.message).toMatch(reason);
+  });
+
+  it('refuses an expression that can never fire', () => {
+    const now = at('2026-01-01T00:00:00Z');
+    for (const cron of ['0 0 30 2 *', '0 0 31 4,6,9,11 *']) {
+      const error = refusal(() => validateCron(cron, 'UTC', now));
+      expect(error.details.field).toBe('cron');
+      expect(error.message).toMatch(/never fires/);
+    }
+    expect(iso(nextOccurrence(validateCron('0 0 29 2 *', 'UTC', now), now))).toBe('2028-02-29T00:00:00.000Z');
+  });
+});
+
+describe('time zones', () => {
+  it('reads the fields in the given zone', () => {
+    expect(upcoming('0 9 * * *', 'Europe/Paris', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-01T08:00:00.000Z']);
+    expect(upcoming('0 9 * * *', 'Europe/Paris', '2026-07-01T00:00:00Z', 1)).toEqual(['2026-07-01T07:00:00.000Z']);
+    expect(upcoming('0 9 * * *', 'Asia/Kolkata', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-01T03:30:00.000Z']);
+  });
+
+  it('defaults to UTC and canonicalises names', () => {
+    expect(normalizeTimezone(undefined)).toBe('UTC');
+    expect(normalizeTimezone('america/new_york')).toBe('America/New_York');
+  });
+
+  it('refuses an unknown zone on the field timezone', () => {
+    for (const zone of ['Mars/Olympus', '+05:00', '  ']) {
+      expect(refusal(() => compileCron('* * * * *', zone)).details.field).toBe('timezone');
+    }
+  });
+});
+
+describe('daylight saving time (America/New_York, 2026)', () => {
+  it('a local time skipped by the jump forward fires once, at the first instant after the gap', () => {
+    // 2026-03-08 02:00 EST jumps to 03:00 EDT: 02:30 does not exist that day.
+    expect(upcoming('30 2 * * *', 'America/New_York', '2026-03-07T00:00:00Z', 4)).toEqual([
+      '2026-03-07T07:30:00.000Z', // 02:30 EST, the day before
+      '2026-03-08T07:00:00.000Z', // 03:00 EDT, once
+      '2026-03-09T06:30:00.000Z', // 02:30 EDT
+      '2026-03-10T06:30:00.000Z',
+    ]);
+  });
+
+  it('times inside the gap collapse into one firing; no instant fires twice', () => {
+    expect(upcoming('*/30 * * * *', 'America/New_York', '2026-03-08T06:00:00Z', 4)).toEqual([
+      '2026-03-08T06:30:00.000Z', // 01:30 EST
+      '2026-03-08T07:00:00.000Z', // 03:00 EDT: stands for 02:00, 02:30 and 03:00
+      '2026-03-08T07:30:00.000Z', // 03:30 EDT
+      '2026-03-08T08:00:00.000Z', // 04:00 EDT
+    ]);
+  });
+
+  it('a local time repeated by the jump back fires once, on its first pass', () => {
+    // 2026-11-01 02:00 EDT goes back to 01:00 EST: 01:30 happens twice.
+    expect(upcoming('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00Z', 2)).toEqual([
+      '2026-11-01T05:30:00.000Z', // 01:30 EDT
+      '2026-11-02T06:30:00.000Z', // the next day, 01:30 EST
+    ]);
+    expect(upcoming('*/30 * * * *', 'America/New_York', '2026-11-01T04:00:00Z', 5)).toEqual([
+      '2026-11-01T04:30:00.000Z', // 00:30 EDT
+      '2026-11-01T05:00:00.000Z', // 01:00 EDT
+      '2026-11-01T05:30:00.000Z', // 01:30 EDT; 01:00 and 01:30 EST do not fire again
+      '2026-11-01T07:00:00.000Z', // 02:00 EST
+      '2026-11-01T07:30:00.000Z',
+    ]);
+  });
+
+  it('started during the repeated hour, it does not fire the repeated times again', () => {
+    expect(upcoming('*/10 * * * *', 'America/New_York', '2026-11-01T06:15:00Z', 1)).toEqual(['2026-11-01T07:00:00.000Z']);
+  });
+
+  it('seconds-level expressions cross the jump forward without a burst', () => {
+    const c = compileCron('*/20 * * * * *', 'America/New_York');
+    const range = occurrencesBetween(c, at('2026-03-08T06:59:00Z'), at('2026-03-08T07:01:00Z'))!;
+    // 01:59:20, 01:59:40, then 03:00:00 (standing for the whole skipped hour), 03:00:20, 03:00:40, 03:01:00
+    expect(range).toEqual({ first: at('2026-03-08T06:59:20Z'), last: at('2026-03-08T07:01:00Z'), count: 6, countCapped: false });
+  });
+});
+
+describe('missed occurrences', () => {
+  const c = compileCron('*/1 * * * *', 'UTC');
+
+  it('finds the latest occurrence in a range, whatever its length', () => {
+    expect(iso(latestOccurrence(c, at('2026-01-01T00:00:00Z'), at('2026-01-01T00:10:30Z')))).toBe('2026-01-01T00:10:00.000Z');
+    expect(iso(latestOccurrence(compileCron('@yearly'), at('2020-06-01T00:00:00Z'), at('2026-06-01T00:00:00Z')))).toBe('2026-01-01T00:00:00.000Z');
+    expect(latestOccurrence(c, at('2026-01-01T00:00:00Z'), at('2026-01-01T00:00:59Z'))).toBeNull();
+  });
+
+  it('counts them, and says when it stopped counting', () => {
+    expect(occurrencesBetween(c, at('2026-01-01T00:00:00Z'), at('2026-01-01T00:10:00Z'))).toEqual({
+      first: at('2026-01-01T00:01:00Z'),
+      last: at('2026-01-01T00:10:00Z'),
+      count: 10,
+      countCapped: false,
+    });
+    expect(occurrencesBetween(c, at('2026-01-01T00:00:00Z'), at('2026-01-01T00:10:00Z'), 4)).toEqual({
+      first: at('2026-01-01T00:01:00Z'),
+      last: at('2026-01-01T00:10:00Z'),
+      count: 4,
+      countCapped: true,
+    });
+    expect(occurrencesBetween(c, at('2026-01-01T00:00:00Z'), at('2026-01-01T00:00:30Z'))).toBeNull();
+  });
+});

@@ -1,0 +1,55 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { decideAndAppend } from '../event-store/decider-runner.js';
+import { EventRegistry } from '../event-store/event-registry.js';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
+import { ProjectionRunner } from '../event-store/projection-runner.js';
+import { CLOCK, type Clock } from '../shared/clock.js';
+import { FINAL_STATUSES } from '../workflows/domain/workflow.decider.js';
+import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
+import { ScheduleDispatcher } from './schedule-dispatcher.js';
+import { Scheduler } from './scheduler.js';
+import { SchedulesReadModel } from './schedules.read-model.js';
+
+/**
+ * Fires this instance's schedules: the plain `Scheduler` wired to the store, the injected clock,
+ * the schedules and workflows read models and the dispatchers. It starts once the read models
+ * have caught up with the log, so missed occurrences and undispatched firings are judged on the
+ * whole history.
+ */
+@Injectable()
+export class SchedulerService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Scheduler');
+  readonly scheduler: Scheduler;
+
+  constructor(
+    model: SchedulesReadModel,
+    workflows: WorkflowsReadModel,
+    dispatcher: ScheduleDispatcher,
+    registry: EventRegistry,
+    private readonly projections: ProjectionRunner,
+    @Inject(EVENT_STORE) store: EventStore,
+    @Inject(CLOCK) clock: Clock,
+  ) {
+    this.scheduler = new Scheduler({
+      clock,
+      decide: (streamId, decider, command, context) =>
+        decideAndAppend(store, streamId, decider, command, context, { upcast: (event) => registry.upcast(event) }),
+      model,
+      dispatch: (spec, dispatchId, context) => dispatcher.dispatch(spec, dispatchId, context),
+      isRunning: (spec, workflowId) => {
+        const view = workflows.get(spec.appId, spec.environment, workflowId);
+        return view === undefined || !FINAL_STATUSES.has(view.status);
+      },
+      caughtUp: (position) => projections.waitFor(position),
+      logger: { log: (m) => this.logger.log(m), warn: (m) => this.logger.warn(m) },
+    });
+  }
+
+  onApplicationBootstrap(): void {
+    this.projections.onLive(() => this.scheduler.start());
+  }
+
+  onApplicationShutdown(): void {
+    this.scheduler.stop();
+  }
+}

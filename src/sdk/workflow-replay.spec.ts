@@ -1,0 +1,441 @@
+import { describe, expect, it, jest } from '@jest/globals';
+import { fold } from '../shared/decider.js';
+import { RetryPolicy, TaskError } from '../tasks/domain/task-attempts.js';
+import { WorkflowCommand, WorkflowEvent, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { WorkflowDefinition, defineTask, defineWorkflow } from './definitions.js';
+import { NonDeterminismError, TaskFailedError } from './errors.js';
+import { HistoryEvent, WorkflowReplay, tagged } from './workflow-context.js';
+
+const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+const WF = '0190aaaa-0000-7000-8000-00000000000a';
+const POLICY: RetryPolicy = { maxAttempts: 1, initialDelayMs: 100, backoffFactor: 2, maxDelayMs: 1000 };
+
+type Command = Record<string, unknown>;
+
+/**
+ * A workflow's stream driven through the real workflow decider, with WorkflowReplay playing the
+ * worker: `decide()` claims a decision at the simulator's time, replays the code over the
+ * history and completes the decision with the commands it returns.
+ */
+class Simulation {
+  readonly events: WorkflowEvent[] = [];
+  now = T0;
+  private decisions = 0;
+  private attempts = 0;
+
+  constructor(
+    readonly workflow: WorkflowDefinition,
+    readonly input: unknown[] = [],
+    readonly workflowId = WF,
+  ) {
+    this.apply({ type: 'DispatchWorkflow', workflowId, appId: 'demo', environment: 'test', name: workflow.name, tag: null, input: input as never[], now: T0 });
+  }
+
+  apply(command: WorkflowCommand): WorkflowEvent[] {
+    const events = workflowDecider.decide(command, fold(workflowDecider, this.events));
+    this.events.push(...events);
+    return events;
+  }
+
+  history(): HistoryEvent[] {
+    return this.events.map((e, revision) => ({ revision, type: e.type, data: JSON.parse(JSON.stringify(e.data)) }));
+  }
+
+  replay(code: WorkflowDefinition = this.workflow): Promise<Command[]> {
+    return new WorkflowReplay(code, this.workflowId, this.input, this.history()).execute();
+  }
+
+  /** One decision at `this.now` (advanced by `advanceMs` first); returns the commands it made. */
+  async decide(advanceMs = 0, code: WorkflowDefinition = this.workflow): Promise<Command[]> {
+    this.now += advanceMs;
+    const decisionId = `d${++this.decisions}`;
+    this.apply({ type: 'StartDecision', decisionId, workerId: 'w', workflows: [code.name], now: this.now, leaseMs: 10_000 });
+    const commands = await this.replay(code);
+    const ids: Record<number, string> = {};
+    for (const c of commands) if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') ids[c.seq as number] = `id-${c.seq}`;
+    this.apply({ type: 'CompleteDecision', decisionId, commands: JSON.parse(JSON.stringify(commands)), ids });
+    return commands;
+  }
+
+  private startTask(seq: number): string {
+    const attemptId = `a${++this.attempts}`;
+    this.apply({ type: 'StartTask', seq, attemptId, workerId: 'w', now: this.now, leaseMs: 10_000, retryPolicy: POLICY, timeoutMs: null });
+    return attemptId;
+  }
+
+  completeTask(seq: number, result: unknown): void {
+    this.apply({ type: 'CompleteTask', seq, attemptId: this.startTask(seq), result: result as never });
+  }
+
+  failTask(seq: number, error: TaskError): void {
+    this.apply({ type: 'FailTask', seq, attemptId: this.startTask(seq), error, now: this.now });
+  }
+
+  send(name: string, ...data: unknown[]): void {
+    this.apply({ type: 'DeliverEvent', name, data: data as never[] });
+  }
+
+  tick(toMs: number): WorkflowEvent[] {
+    this.now = T0 + toMs;
+    return this.apply({ type: 'Tick', now: this.now });
+  }
+}
+
+const hello = defineTask('hello', (_ctx, name: string) => `hello ${name}`);
+const shout = defineTask('shout', (_ctx, text: string) => text.toUpperCase());
+const keep = defineTask('keep', (_ctx, value: unknown) => value);
+
+const greet = defineWorkflow('Greet', async (ctx, name: string) => {
+  const greeting = await ctx.run(hello, name);
+  return ctx.run(shout, greeting);
+});
+
+describe('WorkflowReplay', () => {
+  it('turns the first new call into a command of the first decision', async () => {
+    const sim = new Simulation(greet, ['ada']);
+    expect(await sim.decide()).toEqual([{ type: 'ScheduleTask', seq: 0, name: 'hello', args: ['ada'] }]);
+    expect(sim.events.map((e) => e.type)).toEqual(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'TaskScheduled']);
+  });
+
+  it('returns recorded results on replay and moves on to the next call, then completes', async () => {
+    const sim = new Simulation(greet, ['ada']);
+    await sim.decide();
+    sim.completeTask(0, 'hello ada');
+    expect(await sim.decide(10)).toEqual([{ type: 'ScheduleTask', seq: 1, name: 'shout', args: ['hello ada'] }]);
+    sim.completeTask(1, 'HELLO ADA');
+    expect(await sim.decide(10)).toEqual([{ type: 'CompleteWorkflow', result: 'HELLO ADA' }]);
+    expect(sim.events.at(-1)).toEqual({ type: 'WorkflowCompleted', data: { result: 'HELLO ADA' } });
+  });
+
+  it('replays the same history to the same commands every time (the task body never runs in replay)', async () => {
+    const body = jest.fn((_ctx: unknown, name: string) => name);
+    const spied = defineWorkflow('Spied', async (ctx) => ctx.run(defineTask('spy', body), 'x'));
+    const sim = new Simulation(spied);
+    await sim.decide();
+    sim.completeTask(0, 'x');
+    sim.apply({ type: 'StartDecision', decisionId: 'dx', workerId: 'w', workflows: ['Spied'], now: T0 + 5, leaseMs: 1000 });
+    const first = await sim.replay();
+    const second = await sim.replay();
+    expect(first).toEqual([{ type: 'CompleteWorkflow', result: 'x' }]);
+    expect(second).toEqual(first);
+    expect(body).not.toHaveBeenCalled();
+  });
+
+  it('runs tasks in parallel with Promise.all and resumes only when all are done', async () => {
+    const fanOut = defineWorkflow('FanOut', async (ctx) => Promise.all([ctx.run(hello, 'a'), ctx.run(hello, 'b'), ctx.run(shout, 'c')]));
+    const sim = new Simulation(fanOut);
+    expect(await sim.decide()).toEqual([
+      { type: 'ScheduleTask', seq: 0, name: 'hello', args: ['a'] },
+      { type: 'ScheduleTask', seq: 1, name: 'hello', args: ['b'] },
+      { type: 'ScheduleTask', seq: 2, name: 'shout', args: ['c'] },
+    ]);
+    sim.completeTask(2, 'C');
+    sim.completeTask(0, 'hello a');
+    expect(await sim.decide()).toEqual([]);
+    sim.completeTask(1, 'hello b');
+    expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: ['hello a', 'hello b', 'C'] }]);
+  });
+
+  it('rejects ctx.run with a catchable TaskFailedError when the task failed for good', async () => {
+    const careful = defineWorkflow('Careful', async (ctx) => {
+      try {
+        await ctx.run(hello, 'x');
+        return 'no error';
+      } catch (error) {
+        return { caught: (error as Error).name, message: (error as Error).message, isTaskFailed: error instanceof TaskFailedError };
+      }
+    });
+    const sim = new Simulation(careful);
+    await sim.decide();
+    sim.failTask(0, { message: 'smtp down', name: 'Error' });
+    expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: { caught: 'TaskFailedError', message: 'smtp down', isTaskFailed: true } }]);
+  });
+
+  it('fails the workflow with the error its code throws', async () => {
+    const sim = new Simulation(greet, ['ada']);
+    await sim.decide();
+    sim.failTask(0, { message: 'smtp down' });
+    expect(await sim.decide()).toEqual([{ type: 'FailWorkflow', error: { message: 'smtp down', name: 'TaskFailedError' } }]);
+
+    const thrower = defineWorkflow('Thrower', async () => {
+      throw new TypeError('bad input');
+    });
+    expect(await new Simulation(thrower).decide()).toEqual([{ type: 'FailWorkflow', error: { message: 'bad input', name: 'TypeError' } }]);
+  });
+
+  it('sleeps with a durable timer from the time of the decision', async () => {
+    const sleeper = defineWorkflow('Sleeper', async (ctx) => {
+      await ctx.sleep('2s');
+      return 'awake';
+    });
+    const sim = new Simulation(sleeper);
+    expect(await sim.decide(5)).toEqual([{ type: 'StartTimer', seq: 0, fireAt: at(2005) }]);
+    expect(sim.tick(2004)).toEqual([]);
+    expect(sim.tick(2005)).toEqual([{ type: 'TimerFired', data: { seq: 0 } }]);
+    expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: 'awake' }]);
+  });
+
+  describe('waitForEvent', () => {
+    const approval = defineWorkflow('Approval', async (ctx) => ctx.waitForEvent('approved', { timeout: '1h' }));
+
+    it('resolves [name, ...data] when the event comes, and cancels its timeout timer', async () => {
+      const sim = new Simulation(approval);
+      expect(await sim.decide()).toEqual([{ type: 'StartTimer', seq: 0, fireAt: at(3_600_000) }]);
+      sim.send('other', 1);
+      expect(await sim.decide()).toEqual([]);
+      sim.send('approved', 'bob', { level: 2 });
+      expect(await sim.decide()).toEqual([
+        { type: 'CancelTimer', seq: 0 },
+        { type: 'CompleteWorkflow', result: ['approved', 'bob', { level: 2 }] },
+      ]);
+      expect(sim.events.map((e) => e.type)).toContain('TimerCanceled');
+    });
+
+    it('resolves null when the timeout passes first', async () => {
+      const sim = new Simulation(approval);
+      await sim.decide();
+      sim.tick(3_600_000);
+      expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: null }]);
+    });
+
+    it('takes an event that arrived before the call (buffered), without a timer', async () => {
+      const later = defineWorkflow('Later', async (ctx) => {
+        await ctx.run(hello, 'x');
+        return ctx.waitForEvent('go', { timeout: '1m' });
+      });
+      const sim = new Simulation(later);
+      await sim.decide();
+      sim.send('go', 42);
+      expect(await sim.decide()).toEqual([]);
+      sim.completeTask(0, 'hello x');
+      expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: ['go', 42] }]);
+    });
+
+    it('without a timeout waits with no command at all', async () => {
+      const forever = defineWorkflow('Forever', async (ctx) => ctx.waitForEvent('go'));
+      const sim = new Simulation(forever);
+      expect(await sim.decide()).toEqual([]);
+      sim.send('go');
+      expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: ['go'] }]);
+    });
+
+    it('hands successive events of one name to successive waits, in order', async () => {
+      const collector = defineWorkflow('Collector', async (ctx) => {
+        const got: unknown[] = [];
+        for (let i = 0; i < 3; i++) got.push((await ctx.waitForEvent('item'))![1]);
+        return got;
+      });
+      const sim = new Simulation(collector);
+      await sim.decide();
+      sim.send('item', 'a');
+      sim.send('item', 'b');
+      sim.send('item', 'c');
+      expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: ['a', 'b', 'c'] }]);
+    });
+  });
+
+  it('calls onEvent handlers for every event of that name, earlier ones included', async () => {
+    const listener = defineWorkflow('Listener', async (ctx) => {
+      await ctx.run(hello, 'x');
+      const seen: unknown[] = [];
+      ctx.onEvent('ping', (n) => seen.push(n));
+      await ctx.waitForEvent('stop');
+      return seen;
+    });
+    const sim = new Simulation(listener);
+    await sim.decide();
+    sim.send('ping', 1);
+    sim.completeTask(0, 'hello x');
+    expect(await sim.decide()).toEqual([]);
+    sim.send('ping', 2);
+    sim.send('ping', 3);
+    expect(await sim.decide()).toEqual([]);
+    sim.send('stop');
+    expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: [1, 2, 3] }]);
+  });
+
+  it('starts children (tagged), dispatches tasks and acts on selected workflows', async () => {
+    const child = defineWorkflow('Child', async () => 'child result');
+    const parent = defineWorkflow('Parent', async (ctx) => {
+      ctx.dispatch(hello, 'fire-and-forget');
+      ctx.dispatch(child, 'no-wait', tagged('loose'));
+      ctx.select({ name: 'Other', tag: 't' }).send('hi', 1);
+      ctx.select({ id: 'x' }).terminate();
+      return ctx.workflow(child, 'arg', tagged('order:1'));
+    });
+    const sim = new Simulation(parent);
+    expect(await sim.decide()).toEqual([
+      { type: 'DispatchTask', seq: 0, name: 'hello', args: ['fire-and-forget'] },
+      { type: 'StartChildWorkflow', seq: 1, name: 'Child', args: ['no-wait'], tag: 'loose', wait: false },
+      { type: 'ControlWorkflows', seq: 2, selector: { name: 'Other', tag: 't' }, action: 'send', event: { name: 'hi', data: [1] } },
+      { type: 'ControlWorkflows', seq: 3, selector: { id: 'x' }, action: 'terminate' },
+      { type: 'StartChildWorkflow', seq: 4, name: 'Child', args: ['arg'], tag: 'order:1', wait: true },
+    ]);
+    sim.apply({ type: 'ResolveChild', seq: 4, childId: 'id-4', outcome: { ok: true, result: 'child result' } });
+    expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: 'child result' }]);
+  });
+
+  describe('determinism', () => {
+    const sample = (ctx: { now(): Date; random(): number; uuid(): string }) => ({ now: ctx.now().toISOString(), random: ctx.random(), uuid: ctx.uuid() });
+    const clocky = defineWorkflow('Clocky', async (ctx) => {
+      const first = sample(ctx);
+      await ctx.run(keep, first);
+      return { first, second: sample(ctx) };
+    });
+
+    it('gives the same now/random/uuid on every replay', async () => {
+      const sim = new Simulation(clocky);
+      const [scheduled] = await sim.decide(5);
+      const first = (scheduled.args as unknown[])[0] as ReturnType<typeof sample>;
+      expect(first.now).toBe(at(5));
+      expect(first.random).toBeGreaterThanOrEqual(0);
+      expect(first.random).toBeLessThan(1);
+      expect(first.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+      sim.completeTask(0, 'ok');
+      sim.apply({ type: 'StartDecision', decisionId: 'd-final', workerId: 'w', workflows: ['Clocky'], now: T0 + 1000, leaseMs: 1000 });
+      const [a] = await sim.replay();
+      const [b] = await sim.replay();
+      expect(a).toEqual(b);
+      const result = a.result as { first: ReturnType<typeof sample>; second: ReturnType<typeof sample> };
+      expect(result.first).toEqual(first);
+      expect(result.second.uuid).not.toBe(first.uuid);
+      expect(result.second.random).not.toBe(first.random);
+    });
+
+    it('seeds random and uuid per workflow', async () => {
+      const one = await new Simulation(clocky, [], '0190aaaa-0000-7000-8000-0000000000b1').decide();
+      const two = await new Simulation(clocky, [], '0190aaaa-0000-7000-8000-0000000000b2').decide();
+      expect((one[0].args as any[])[0].uuid).not.toBe((two[0].args as any[])[0].uuid);
+    });
+
+    // Regression (found by this spec, fixed in 161f239): code that resumed after a task result
+    // ran with the clock of the decision that scheduled the task, not of the one that runs it.
+    it('now() after an await is the time of the decision that runs that code', async () => {
+      const sim = new Simulation(clocky);
+      await sim.decide(5);
+      sim.completeTask(0, 'ok');
+      const [completed] = await sim.decide(60_000);
+      expect((completed.result as any).second.now).toBe(at(60_005));
+    });
+
+    // Regression (same cause): a `sleep('1h')` after a task that ran 30 minutes fired 30 minutes
+    // after the task finished.
+    it('sleep() after an await counts from the decision that runs it', async () => {
+      const slow = defineWorkflow('SlowThenSleep', async (ctx) => {
+        await ctx.run(hello, 'x');
+        await ctx.sleep('1h');
+      });
+      const sim = new Simulation(slow);
+      await sim.decide(0);
+      sim.completeTask(0, 'done');
+      expect(await sim.decide(1_800_000)).toEqual([{ type: 'StartTimer', seq: 1, fireAt: at(1_800_000 + 3_600_000) }]);
+    });
+
+    // Regression (same cause): code running for the first time after an await saw
+    // isReplaying === true, and its ctx.log output was muted.
+    it('is not "replaying" (and logs) in code that runs for the first time after an await', async () => {
+      const seen: boolean[] = [];
+      const logger = defineWorkflow('Logger', async (ctx) => {
+        await ctx.run(hello, 'x');
+        seen.push(ctx.isReplaying);
+        ctx.log.info('after the task');
+      });
+      const sim = new Simulation(logger);
+      await sim.decide();
+      sim.completeTask(0, 'done');
+      const info = jest.spyOn(console, 'info').mockImplementation(() => undefined);
+      try {
+        await sim.decide();
+        expect(seen).toEqual([false]);
+        expect(info).toHaveBeenCalledTimes(1);
+      } finally {
+        info.mockRestore();
+      }
+    });
+
+    it('mutes logs while replaying code that already ran', async () => {
+      const logger = defineWorkflow('Logger2', async (ctx) => {
+        ctx.log.info('first');
+        await ctx.sleep(10);
+      });
+      const sim = new Simulation(logger);
+      const info = jest.spyOn(console, 'info').mockImplementation(() => undefined);
+      try {
+        await sim.decide();
+        expect(info).toHaveBeenCalledTimes(1);
+        sim.tick(10);
+        await sim.decide();
+        expect(info).toHaveBeenCalledTimes(1);
+      } finally {
+        info.mockRestore();
+      }
+    });
+  });
+
+  describe('changed code', () => {
+    const original = defineWorkflow('Shape', async (ctx) => {
+      await ctx.run(hello, 'a');
+      await ctx.waitForEvent('continue');
+      return ctx.run(shout, 'b');
+    });
+
+    async function recorded(): Promise<Simulation> {
+      const sim = new Simulation(original);
+      await sim.decide(); // revision 1: DecisionStarted, 2: DecisionCompleted [ScheduleTask #0 hello]
+      sim.completeTask(0, 'hello a');
+      await sim.decide(); // waits for 'continue'
+      sim.send('continue');
+      sim.apply({ type: 'StartDecision', decisionId: 'd-now', workerId: 'w', workflows: ['Shape'], now: T0 + 100, leaseMs: 1000 });
+      return sim;
+    }
+
+    it('replays fine when unchanged', async () => {
+      expect(await (await recorded()).replay()).toEqual([{ type: 'ScheduleTask', seq: 2, name: 'shout', args: ['b'] }]);
+    });
+
+    it('is a NonDeterminismError naming the revision when a call differs from the history', async () => {
+      const changed = defineWorkflow('Shape', async (ctx) => {
+        await ctx.run(shout, 'a');
+        await ctx.waitForEvent('continue');
+        return 'x';
+      });
+      const sim = await recorded();
+      const error = await sim.replay(changed).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(NonDeterminismError);
+      const nd = error as NonDeterminismError;
+      expect(nd.code).toBe('NON_DETERMINISTIC');
+      const revision = sim.history().find((e) => e.type === 'DecisionCompleted')!.revision;
+      expect(nd.historyPosition).toBe(revision);
+      expect(nd.message).toContain(`revision ${revision}`);
+      expect(nd.message).toContain('ScheduleTask #0 (shout)');
+      expect(nd.message).toContain('ScheduleTask #0 (hello)');
+    });
+
+    it('is a NonDeterminismError when the code makes a call the history does not have, or skips one', async () => {
+      const extra = defineWorkflow('Shape', async (ctx) => {
+        await Promise.all([ctx.run(hello, 'a'), ctx.run(hello, 'extra')]);
+        await ctx.waitForEvent('continue');
+      });
+      await expect((await recorded()).replay(extra)).rejects.toBeInstanceOf(NonDeterminismError);
+      const skipped = defineWorkflow('Shape', async (ctx) => {
+        await ctx.waitForEvent('continue');
+        return 'done';
+      });
+      await expect((await recorded()).replay(skipped)).rejects.toBeInstanceOf(NonDeterminismError);
+    });
+
+    it('accepts changes past the point the history has reached', async () => {
+      const extended = defineWorkflow('Shape', async (ctx) => {
+        await ctx.run(hello, 'a');
+        await ctx.waitForEvent('continue');
+        return ctx.run(hello, 'a new ending');
+      });
+      expect(await (await recorded()).replay(extended)).toEqual([{ type: 'ScheduleTask', seq: 2, name: 'hello', args: ['a new ending'] }]);
+    });
+  });
+});
