@@ -1,6 +1,6 @@
 import { Type } from '@nestjs/common';
-import { ArgsType, Field, InputType, Int, ObjectType } from '@nestjs/graphql';
-import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ArgsType, Field, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
+import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 
 /** No control characters (C0, DEL, C1). */
 export const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/;
@@ -99,4 +99,46 @@ export function paginate<T extends { id: string }>(items: T[], first: number, af
     totalCount: items.length,
     pageInfo: { endCursor: nodes.length > 0 ? nodes[nodes.length - 1].id : null, hasNextPage: start + first < items.length },
   };
+}
+
+/** `appId`, `environment` and the id of one workflow, task or schedule. */
+@ArgsType()
+export class AppScopedIdArgs extends AppScopedInput {
+  @Field(() => ID, { description: 'Id of the workflow, task or schedule.' })
+  @IsString()
+  @MaxLength(64)
+  id: string;
+}
+
+/** Which part of a stream's history to return. */
+@ArgsType()
+export class HistoryArgs extends AppScopedIdArgs {
+  @Field(() => Int, { nullable: true, description: 'First revision to return (default 0).' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  fromRevision?: number;
+
+  @Field(() => Int, { nullable: true, description: 'Most events to return (default 1000, at most 10000).' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  first?: number;
+}
+
+/** Cursor pagination: a page size and where the previous page ended. */
+@ArgsType()
+export abstract class PageArgs {
+  @Field(() => Int, { nullable: true, description: 'Page size (default 50, at most 500).' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(500)
+  first?: number;
+
+  @Field(() => String, { nullable: true, description: 'Cursor: return the items after this one (`pageInfo.endCursor`).' })
+  @IsOptional()
+  @IsString()
+  after?: string;
 }

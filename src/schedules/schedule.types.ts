@@ -140,20 +140,6 @@ export function toScheduleType(view: ScheduleView, model: SchedulesReadModel): S
 @ObjectType('ScheduleConnection', { description: 'A page of schedules.' })
 export class ScheduleConnection extends Paginated(ScheduleType) {}
 
-@ObjectType({ description: "One event of a schedule's history, as stored." })
-export class ScheduleHistoryEvent {
-  @Field(() => Int, { description: "Index of the event in the schedule's stream, from 0." })
-  revision: number;
-  @Field({ description: 'Event type: ScheduleCreated, ScheduleFired, ScheduleOccurrenceSkipped, ScheduleOccurrenceBuffered, SchedulePaused, ScheduleResumed, ScheduleDeleted or ScheduleTriggered.' })
-  type: string;
-  @Field({ description: 'When the store recorded it.' })
-  recordedAt: Date;
-  @Field({ description: 'Event data as JSON (e.g. `{ occurrence, dispatchId, firedAt }` for ScheduleFired).' })
-  data: string;
-  @Field({ description: 'Event metadata as JSON (correlation id, actor, time).' })
-  metadata: string;
-}
-
 @ObjectType({ description: 'What triggerSchedule dispatched.' })
 export class TriggerScheduleResult {
   @Field(() => ID, { description: 'Id of the task or workflow the trigger dispatched.' })

@@ -138,17 +138,3 @@ export function toWorkflowType(view: WorkflowView): WorkflowType {
 
 @ObjectType('WorkflowConnection', { description: 'A page of workflows.' })
 export class WorkflowConnection extends Paginated(WorkflowType) {}
-
-@ObjectType({ description: 'One event of a workflow\'s history, as stored.' })
-export class HistoryEvent {
-  @Field(() => Int, { description: 'Index of the event in the workflow\'s stream, from 0.' })
-  revision: number;
-  @Field({ description: 'Event type, e.g. WorkflowDispatched, TaskCompleted.' })
-  type: string;
-  @Field({ description: 'When the store recorded it.' })
-  recordedAt: Date;
-  @Field({ description: 'Event data as JSON.' })
-  data: string;
-  @Field({ description: 'Event metadata as JSON (correlation id, actor, time).' })
-  metadata: string;
-}

@@ -1,18 +1,10 @@
-import { Args, ArgsType, Field, ID, InputType, Int, Query, Resolver } from '@nestjs/graphql';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { AppScopedInput, paginate } from '../../graphql/common.types.js';
+import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
+import { IsOptional, IsString } from 'class-validator';
+import { AppScopedIdArgs, AppScopedInput, PageArgs, paginate } from '../../graphql/common.types.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { TaskConnection, TaskState, TaskType, toTaskType } from '../task.types.js';
 import { TasksReadModel } from '../tasks.read-model.js';
-
-@ArgsType()
-class TaskArgs extends AppScopedInput {
-  @Field(() => ID, { description: 'Task id.' })
-  @IsString()
-  @MaxLength(64)
-  id: string;
-}
 
 @InputType({ description: 'Which tasks to list.' })
 export class TaskFilterInput extends AppScopedInput {
@@ -27,21 +19,9 @@ export class TaskFilterInput extends AppScopedInput {
 }
 
 @ArgsType()
-class TasksArgs {
+class TasksArgs extends PageArgs {
   @Field(() => TaskFilterInput, { description: 'App, environment and optional name and state.' })
   filter: TaskFilterInput;
-
-  @Field(() => Int, { nullable: true, description: 'Page size (default 50, at most 500).' })
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(500)
-  first?: number;
-
-  @Field(() => String, { nullable: true, description: 'Cursor: return tasks after this one.' })
-  @IsOptional()
-  @IsString()
-  after?: string;
 }
 
 @Resolver(() => TaskType)
@@ -49,7 +29,7 @@ export class TaskQueriesResolver {
   constructor(private readonly readModel: TasksReadModel) {}
 
   @Query(() => TaskType, { nullable: true, description: 'One standalone task by id (null when the app has no such task).' })
-  task(@CurrentPrincipal() principal: Principal, @Args() args: TaskArgs): TaskType | null {
+  task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): TaskType | null {
     assertScope(principal, args.appId, args.environment);
     const view = this.readModel.get(args.appId, args.environment, args.id);
     return view ? toTaskType(view) : null;

@@ -1,38 +1,14 @@
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, ID, InputType, Int, Query, Resolver } from '@nestjs/graphql';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
+import { IsOptional, IsString } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
-import { AppScopedInput } from '../../graphql/common.types.js';
-import { paginate } from '../../graphql/common.types.js';
+import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
+import { HistoryEvent, readHistory } from '../../graphql/history.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
-import { HistoryEvent, WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from '../workflow.types.js';
+import { WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from '../workflow.types.js';
 import { WorkflowsReadModel } from '../workflows.read-model.js';
-
-@ArgsType()
-class WorkflowArgs extends AppScopedInput {
-  @Field(() => ID, { description: 'Workflow id.' })
-  @IsString()
-  @MaxLength(64)
-  id: string;
-}
-
-@ArgsType()
-class WorkflowHistoryArgs extends WorkflowArgs {
-  @Field(() => Int, { nullable: true, description: 'First revision to return (default 0).' })
-  @IsOptional()
-  @IsInt()
-  @Min(0)
-  fromRevision?: number;
-
-  @Field(() => Int, { nullable: true, description: 'Most events to return (default 1000, at most 10000).' })
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(10_000)
-  first?: number;
-}
 
 @InputType({ description: 'Which workflows to list.' })
 export class WorkflowFilterInput extends AppScopedInput {
@@ -52,21 +28,9 @@ export class WorkflowFilterInput extends AppScopedInput {
 }
 
 @ArgsType()
-class WorkflowsArgs {
+class WorkflowsArgs extends PageArgs {
   @Field(() => WorkflowFilterInput, { description: 'App, environment and optional name, tag and state.' })
   filter: WorkflowFilterInput;
-
-  @Field(() => Int, { nullable: true, description: 'Page size (default 50, at most 500).' })
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(500)
-  first?: number;
-
-  @Field(() => String, { nullable: true, description: 'Cursor: return workflows after this one (`pageInfo.endCursor`).' })
-  @IsOptional()
-  @IsString()
-  after?: string;
 }
 
 @Resolver(() => WorkflowType)
@@ -77,7 +41,7 @@ export class WorkflowQueriesResolver {
   ) {}
 
   @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
-  workflow(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowArgs): WorkflowType | null {
+  workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): WorkflowType | null {
     assertScope(principal, args.appId, args.environment);
     const view = this.readModel.get(args.appId, args.environment, args.id);
     return view ? toWorkflowType(view) : null;
@@ -92,19 +56,9 @@ export class WorkflowQueriesResolver {
   }
 
   @Query(() => [HistoryEvent], { description: 'Every event of a workflow\'s history, in order, as stored.' })
-  async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowHistoryArgs): Promise<HistoryEvent[]> {
+  async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
     if (!this.readModel.get(args.appId, args.environment, args.id)) throw new NotFoundError('workflow', args.id);
-    const events = await this.store.readStream(`workflow-${args.id}`, {
-      fromRevision: BigInt(args.fromRevision ?? 0),
-      maxCount: args.first ?? 1000,
-    });
-    return events.map((e) => ({
-      revision: Number(e.revision),
-      type: e.type,
-      recordedAt: e.recordedAt,
-      data: JSON.stringify(e.data),
-      metadata: JSON.stringify(e.metadata),
-    }));
+    return readHistory(this.store, `workflow-${args.id}`, args);
   }
 }
