@@ -1,0 +1,64 @@
+// Scenario 1: dispatchWorkflow over HTTP with autocannon, against the same server's cheapest
+// authenticated operation (`{ __typename }` with the token: it still goes through auth, Fastify,
+// Apollo and Nest) as the ceiling. Runs alternate ceiling / dispatch so drift hits both alike.
+import autocannon from 'autocannon';
+import { APP, DISPATCH, ENV, gql, startBaton } from '../lib/baton.mjs';
+import { summary } from '../lib/util.mjs';
+
+const CEILING = '{ __typename }';
+
+function cannon(svc, body, seconds, connections) {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: `${svc.url}/graphql`,
+        method: 'POST',
+        connections,
+        duration: seconds,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${svc.token}` },
+        body,
+      },
+      (error, result) => (error ? reject(error) : resolve(result)),
+    );
+    instance.on('error', reject);
+  });
+}
+
+const pick = (r) => ({
+  reqPerSec: r.requests.average,
+  total: r.requests.total,
+  p50: r.latency.p50,
+  p99: r.latency.p99,
+  non2xx: r.non2xx,
+  errors: r.errors + r.timeouts,
+});
+
+export async function apiDispatch({ runs, seconds, warmupSeconds = 2, connections = 50, log }) {
+  const svc = await startBaton();
+  try {
+    // Both operations must succeed before they are measured (a GraphQL error is also HTTP 200).
+    await gql(svc, CEILING);
+    await gql(svc, DISPATCH, { input: { appId: APP, environment: ENV, name: 'BenchApiDispatch', input: '[]' } });
+    const ceilingBody = JSON.stringify({ query: CEILING });
+    const dispatchBody = JSON.stringify({ query: DISPATCH, variables: { input: { appId: APP, environment: ENV, name: 'BenchApiDispatch', input: '["x"]' } } });
+    await cannon(svc, ceilingBody, warmupSeconds, connections);
+    await cannon(svc, dispatchBody, warmupSeconds, connections);
+    const ceiling = [];
+    const dispatch = [];
+    for (let r = 0; r < runs; r++) {
+      ceiling.push(pick(await cannon(svc, ceilingBody, seconds, connections)));
+      dispatch.push(pick(await cannon(svc, dispatchBody, seconds, connections)));
+      log(`  run ${r + 1}/${runs}: ceiling ${Math.round(ceiling.at(-1).reqPerSec)} req/s, dispatch ${Math.round(dispatch.at(-1).reqPerSec)} req/s`);
+    }
+    const bad = [...ceiling, ...dispatch].reduce((n, x) => n + x.non2xx + x.errors, 0);
+    return {
+      ceiling: { runs: ceiling, reqPerSec: summary(ceiling.map((x) => x.reqPerSec)), p50: summary(ceiling.map((x) => x.p50)), p99: summary(ceiling.map((x) => x.p99)) },
+      dispatch: { runs: dispatch, reqPerSec: summary(dispatch.map((x) => x.reqPerSec)), p50: summary(dispatch.map((x) => x.p50)), p99: summary(dispatch.map((x) => x.p99)) },
+      ratio: summary(dispatch.map((d, i) => d.reqPerSec / ceiling[i].reqPerSec)),
+      failedResponses: bad,
+      settings: { runs, seconds, connections },
+    };
+  } finally {
+    await svc.stop();
+  }
+}

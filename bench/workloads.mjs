@@ -1,0 +1,43 @@
+// The bench worker's tasks and workflows (loaded by `baton worker bench/workloads.mjs`).
+// BENCH_OBS_FILE, when set, receives "<workflowId>\t<epoch ms>" when a workflow's first task starts,
+// so the runner can measure dispatch → first-task-start from the client's point of view.
+import { appendFileSync } from 'node:fs';
+import { defineTask, defineWorkflow } from '../dist/src/sdk/index.js';
+
+const obsFile = process.env.BENCH_OBS_FILE;
+let buffer = '';
+const flush = () => {
+  if (buffer && obsFile) {
+    appendFileSync(obsFile, buffer);
+    buffer = '';
+  }
+};
+if (obsFile) {
+  setInterval(flush, 50).unref();
+  process.on('exit', flush);
+}
+const observe = (id) => {
+  if (obsFile && id) buffer += `${id}\t${performance.timeOrigin + performance.now()}\n`;
+};
+
+/** First no-op task: records when it starts. */
+export const benchStep1 = defineTask('benchStep1', (ctx) => {
+  observe(ctx.workflowId);
+  return null;
+});
+
+/** Second no-op task. */
+export const benchStep2 = defineTask('benchStep2', () => null);
+
+/** Scenario 2: two sequential no-op tasks. */
+export const benchTwoStep = defineWorkflow('BenchTwoStep', async (ctx) => {
+  await ctx.run(benchStep1);
+  await ctx.run(benchStep2);
+  return null;
+});
+
+/** Scenario 3 and the recovery/memory stores: waits for one event, then completes. */
+export const benchWaiter = defineWorkflow('BenchWaiter', async (ctx) => {
+  await ctx.waitForEvent('go');
+  return null;
+});
