@@ -82,7 +82,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     eventStoreUrl,
     logLevel: LOG_LEVELS.includes(logLevel) ? logLevel : 'info',
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
-    rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000),
+    rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 60_000, 0, 10_000_000),
     maxQueryDepth: int('MAX_QUERY_DEPTH', 10, 2, 100),
     maxQueryCost: int('MAX_QUERY_COST', 500, 10, 100_000),
     exampleWorker: bool('BATON_EXAMPLE_WORKER', true),

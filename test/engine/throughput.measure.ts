@@ -11,7 +11,7 @@
  *     --target es2022 --skipLibCheck --types node test/engine/throughput.measure.ts
  *   node dist/measure/test/engine/throughput.measure.js [N=300]
  *
- * The service runs with RATE_LIMIT_PER_MINUTE=0: the default per-token limit (6000/min) would
+ * The service runs with RATE_LIMIT_PER_MINUTE=0: the default per-token limit (60000/min) would
  * otherwise be what is measured.
  */
 import { spawn } from 'node:child_process';
