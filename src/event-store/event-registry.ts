@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { EventsHandler } from '@nestjs/cqrs';
 import { RecordedEvent } from './event-store.port.js';
 
 /**
@@ -64,4 +65,18 @@ export class EventRegistry {
     if (!this.known.has(upcast.type)) return null;
     return new (eventClass(upcast.type))(upcast);
   }
+}
+
+export const PROJECTION_TYPES = Symbol('baton.projectionTypes');
+
+/**
+ * Declares a read model's handler for these persisted event types: an `@EventsHandler` of their
+ * classes, which the ProjectionRunner calls directly, synchronously and in log order (see
+ * docs/DECISIONS.md: the EventBus's per-handler rxjs pipeline cost most of a replay).
+ */
+export function Projection(types: readonly string[]): ClassDecorator {
+  return (target) => {
+    EventsHandler(...eventClasses(types))(target);
+    Reflect.defineMetadata(PROJECTION_TYPES, [...types], target);
+  };
 }

@@ -1,4 +1,5 @@
 import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { createEventStore } from './create-event-store.js';
@@ -9,7 +10,7 @@ import { ProjectionRunner } from './projection-runner.js';
 
 @Global()
 @Module({
-  imports: [CqrsModule],
+  imports: [CqrsModule, DiscoveryModule],
   providers: [
     {
       provide: EVENT_STORE,

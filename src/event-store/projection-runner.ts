@@ -1,15 +1,15 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { EventBus } from '@nestjs/cqrs';
+import { DiscoveryService } from '@nestjs/core';
+import type { IEventHandler } from '@nestjs/cqrs';
 import { EVENT_STORE, type EventStore, Subscription } from './event-store.port.js';
-import { EventRegistry } from './event-registry.js';
+import { EventRegistry, PROJECTION_TYPES, type StoredEvent } from './event-registry.js';
 
 /**
  * Feeds every read model of this instance: one subscription to the global log, each event
- * rehydrated through the registry and published on the cqrs EventBus (projection handlers are
- * synchronous, so they see events in log order). `start()` runs after the app's init, once
- * @nestjs/cqrs has registered the handlers, and resolves at catch-up, so a restarted instance
- * answers from complete read models. Mutations wait for their own position here before
- * answering (read your writes).
+ * rehydrated through the registry and handed to the `@Projection` handlers of its type,
+ * synchronously and in log order. `start()` runs after the app's init and resolves at
+ * catch-up, so a restarted instance answers from complete read models. Mutations wait for
+ * their own position here before answering (read your writes).
  */
 @Injectable()
 export class ProjectionRunner implements OnApplicationShutdown {
@@ -23,19 +23,37 @@ export class ProjectionRunner implements OnApplicationShutdown {
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly registry: EventRegistry,
-    private readonly eventBus: EventBus,
+    private readonly discovery: DiscoveryService,
   ) {}
+
+  /** Every `@Projection` handler, by the event types it declared. */
+  private routes(): Map<string, IEventHandler<StoredEvent>[]> {
+    const routes = new Map<string, IEventHandler<StoredEvent>[]>();
+    for (const { instance, metatype } of this.discovery.getProviders()) {
+      const types: string[] | undefined = metatype ? Reflect.getMetadata(PROJECTION_TYPES, metatype) : undefined;
+      if (!types || !instance) continue;
+      for (const type of types) routes.set(type, [...(routes.get(type) ?? []), instance as IEventHandler<StoredEvent>]);
+    }
+    return routes;
+  }
 
   async start(): Promise<void> {
     if (this.subscription) return;
     const started = Date.now();
+    const routes = this.routes();
     let count = 0;
     await new Promise<void>((resolve, reject) => {
       this.subscription = this.store.subscribe(
         (recorded) => {
           count++;
           const event = this.registry.rehydrate(recorded);
-          if (event) this.eventBus.publish(event);
+          for (const handler of (event && routes.get(event.type)) || []) {
+            try {
+              handler.handle(event!);
+            } catch (error) {
+              this.logger.error(`${handler.constructor.name} failed on ${recorded.type} at position ${recorded.position}: ${(error as Error).stack}`);
+            }
+          }
           this.advance(recorded.position);
         },
         {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { EventsHandler, IEventHandler } from '@nestjs/cqrs';
+import type { IEventHandler } from '@nestjs/cqrs';
 import { RecordedEvent } from '../event-store/event-store.port.js';
-import { StoredEvent, eventClasses } from '../event-store/event-registry.js';
+import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { ExistingSchedule, SCHEDULE_EVENT_TYPES, ScheduleEvent, ScheduleEventData, ScheduleStatus, nextFireAt, scheduleDecider } from './domain/schedule.decider.js';
 
 export interface ScheduleView {
@@ -166,7 +166,7 @@ export class SchedulesReadModel {
   }
 }
 
-@EventsHandler(...eventClasses(SCHEDULES_PROJECTION_EVENT_TYPES))
+@Projection(SCHEDULES_PROJECTION_EVENT_TYPES)
 export class SchedulesProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly model: SchedulesReadModel) {}
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { EventsHandler, IEventHandler } from '@nestjs/cqrs';
+import type { IEventHandler } from '@nestjs/cqrs';
 import { Json } from '../event-store/event-store.port.js';
-import { StoredEvent, eventClasses } from '../event-store/event-registry.js';
+import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
 import { AttemptEventData, TaskError } from './domain/task-attempts.js';
 
@@ -72,7 +72,7 @@ export class TasksReadModel {
   }
 }
 
-@EventsHandler(...eventClasses(['TaskDispatched', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed']))
+@Projection(['TaskDispatched', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'])
 export class TasksProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly model: TasksReadModel) {}
 

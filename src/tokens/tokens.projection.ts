@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { EventsHandler, IEventHandler } from '@nestjs/cqrs';
-import { StoredEvent, eventClasses } from '../event-store/event-registry.js';
+import type { IEventHandler } from '@nestjs/cqrs';
+import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { TOKEN_EVENT_TYPES, TokenEvent } from './domain/token.decider.js';
 import { parseToken, secretMatches } from './token-secrets.js';
 
@@ -41,7 +41,7 @@ export class TokensReadModel {
   }
 }
 
-@EventsHandler(...eventClasses(TOKEN_EVENT_TYPES))
+@Projection(TOKEN_EVENT_TYPES)
 export class TokensProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly model: TokensReadModel) {}
 

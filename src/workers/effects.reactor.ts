@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { EventsHandler, IEventHandler } from '@nestjs/cqrs';
+import type { IEventHandler } from '@nestjs/cqrs';
 import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js';
-import { StoredEvent, eventClasses } from '../event-store/event-registry.js';
+import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
@@ -155,8 +155,7 @@ export class EffectsReactor {
   }
 }
 
-@EventsHandler(
-  ...eventClasses([
+@Projection([
     'WorkflowDispatched',
     'TaskDispatched',
     'ChildWorkflowStarted',
@@ -168,8 +167,7 @@ export class EffectsReactor {
     'WorkflowTerminated',
     'ChildWorkflowCompleted',
     'ChildWorkflowFailed',
-  ]),
-)
+  ])
 export class EffectsProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly reactor: EffectsReactor) {}
   handle(event: StoredEvent): void {

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { EventsHandler, IEventHandler } from '@nestjs/cqrs';
-import { StoredEvent, eventClasses } from '../event-store/event-registry.js';
+import type { IEventHandler } from '@nestjs/cqrs';
+import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { TaskEvent, TaskState, taskDecider, taskNextDueAt } from '../tasks/domain/task.decider.js';
 import { ATTEMPT_EVENT_TYPES, isClaimable } from '../tasks/domain/task-attempts.js';
@@ -231,7 +231,7 @@ export class EngineState {
   }
 }
 
-@EventsHandler(...eventClasses([...WORKFLOW_EVENT_TYPES, 'TaskDispatched', ...ATTEMPT_EVENT_TYPES]))
+@Projection([...WORKFLOW_EVENT_TYPES, 'TaskDispatched', ...ATTEMPT_EVENT_TYPES])
 export class EngineProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly engine: EngineState) {}
 

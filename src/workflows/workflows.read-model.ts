@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { EventsHandler, IEventHandler } from '@nestjs/cqrs';
+import type { IEventHandler } from '@nestjs/cqrs';
 import { Json } from '../event-store/event-store.port.js';
-import { StoredEvent, eventClasses } from '../event-store/event-registry.js';
+import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { FINAL_STATUSES, WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
 
@@ -148,7 +148,7 @@ function toggle(index: Map<string, Set<string>>, k: string, id: string, add: boo
   }
 }
 
-@EventsHandler(...eventClasses(['WorkflowDispatched', 'DecisionStarted', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed']))
+@Projection(['WorkflowDispatched', 'DecisionStarted', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly model: WorkflowsReadModel) {}
 
