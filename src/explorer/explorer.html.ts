@@ -77,7 +77,8 @@ export function explorerHtml({ endpoint, base }: ExplorerPageOptions): string {
 `;
 }
 
-export const EXPLORER_CSS = `html, body { height: 100%; margin: 0; }
+/** The look both explorer pages share: the token gate, its card, the bar above the explorer. */
+export const pageCss = (accent: string): string => `html, body { height: 100%; margin: 0; }
 body { display: flex; flex-direction: column; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b2240; background: #f5f6fa; }
 [hidden] { display: none !important; }
 .gate { flex: 1; display: flex; align-items: center; justify-content: center; padding: 1rem; }
@@ -85,14 +86,16 @@ body { display: flex; flex-direction: column; font-family: system-ui, -apple-sys
 .card h1 { font-size: 1.3rem; margin-top: 0; }
 .card label { display: block; font-weight: 600; margin: 1rem 0 .3rem; }
 .card input { box-sizing: border-box; width: 100%; padding: .55rem .7rem; font: inherit; font-family: ui-monospace, monospace; border: 1px solid #bcc2d4; border-radius: 6px; }
-.card button { margin-top: 1rem; padding: .55rem 1.2rem; font: inherit; font-weight: 600; color: #fff; background: #d60590; border: 0; border-radius: 6px; cursor: pointer; }
+.card button { margin-top: 1rem; padding: .55rem 1.2rem; font: inherit; font-weight: 600; color: #fff; background: ${accent}; border: 0; border-radius: 6px; cursor: pointer; }
 .note { font-size: .85rem; color: #5a6280; }
 .error { color: #b00020; font-weight: 600; }
 code { font-family: ui-monospace, monospace; font-size: .9em; }
 .bar { display: flex; align-items: center; gap: 1rem; padding: .35rem 1rem; font-size: .85rem; background: #fff; border-bottom: 1px solid #e0e3ee; }
 .bar button { font: inherit; padding: .15rem .6rem; border: 1px solid #bcc2d4; border-radius: 4px; background: #fff; cursor: pointer; }
 .bar .right { margin-left: auto; }
-#graphiql { flex: 1; min-height: 0; }
+`;
+
+export const EXPLORER_CSS = `${pageCss('#d60590')}#graphiql { flex: 1; min-height: 0; }
 `;
 
 /** Runs in the browser (plain ES2017, no modules): the token gate, then GraphiQL. */

@@ -1,6 +1,7 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_DOCUMENT, DEFAULT_VARIABLES, TOKEN_STORAGE_KEY, jsonForHtml } from './default-operation.js';
+import { pageCss } from './explorer.html.js';
 
 export interface SandboxLandingPageOptions {
   /** Version path of the embeddable Sandbox on Apollo's CDN. */
@@ -62,21 +63,7 @@ export function sandboxLandingHtml({ version, explorerPath, nonce }: { version: 
   <title>Baton · GraphQL API</title>
   <link rel="icon" href="data:," />
   <style nonce="${nonce}">
-    html, body { height: 100%; margin: 0; }
-    body { display: flex; flex-direction: column; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b2240; background: #f5f6fa; }
-    [hidden] { display: none !important; }
-    .gate { flex: 1; display: flex; align-items: center; justify-content: center; padding: 1rem; }
-    .card { max-width: 34rem; width: 100%; background: #fff; border-radius: 10px; padding: 1.5rem 2rem; box-shadow: 0 2px 12px rgba(0,0,0,.08); }
-    .card h1 { font-size: 1.3rem; margin-top: 0; }
-    .card label { display: block; font-weight: 600; margin: 1rem 0 .3rem; }
-    .card input { box-sizing: border-box; width: 100%; padding: .55rem .7rem; font-family: ui-monospace, monospace; border: 1px solid #bcc2d4; border-radius: 6px; }
-    .card button { margin-top: 1rem; padding: .55rem 1.2rem; font: inherit; font-weight: 600; color: #fff; background: #3f20ba; border: 0; border-radius: 6px; cursor: pointer; }
-    .note { font-size: .85rem; color: #5a6280; }
-    .error { color: #b00020; font-weight: 600; }
-    code { font-family: ui-monospace, monospace; font-size: .9em; }
-    .bar { display: flex; align-items: center; gap: 1rem; padding: .35rem 1rem; font-size: .85rem; background: #fff; border-bottom: 1px solid #e0e3ee; }
-    .bar button { font: inherit; padding: .15rem .6rem; border: 1px solid #bcc2d4; border-radius: 4px; background: #fff; cursor: pointer; }
-    .bar .right { margin-left: auto; }
+${pageCss('#3f20ba')}
     #sandbox { flex: 1; min-height: 0; }
     #sandbox iframe { width: 100%; height: 100%; border: none; background: #fff; }
   </style>
