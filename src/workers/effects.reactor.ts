@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import type { IEventHandler } from '@nestjs/cqrs';
 import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js';
 import { Projection, StoredEvent } from '../event-store/event-registry.js';
@@ -19,8 +19,20 @@ type Effect = () => Promise<unknown>;
  * kept until the log shows its outcome; whatever is still pending when the replay ends (the
  * process died in between) is carried out then.
  */
-@Injectable()
-export class EffectsReactor {
+@Projection([
+  'WorkflowDispatched',
+  'TaskDispatched',
+  'ChildWorkflowStarted',
+  'TaskDispatchRequested',
+  'ControlRequested',
+  'ControlApplied',
+  'WorkflowCompleted',
+  'WorkflowFailed',
+  'WorkflowTerminated',
+  'ChildWorkflowCompleted',
+  'ChildWorkflowFailed',
+])
+export class EffectsReactor implements IEventHandler<StoredEvent> {
   private readonly logger = new Logger('Effects');
   private readonly pending = new Map<string, Effect>();
   private readonly parents = new Map<string, { appId: string; environment: string; workflowId: string; seq: number }>();
@@ -152,25 +164,5 @@ export class EffectsReactor {
 
   private run(effect: Effect): void {
     effect().catch((error) => this.logger.error(`effect failed: ${(error as Error).message}`));
-  }
-}
-
-@Projection([
-    'WorkflowDispatched',
-    'TaskDispatched',
-    'ChildWorkflowStarted',
-    'TaskDispatchRequested',
-    'ControlRequested',
-    'ControlApplied',
-    'WorkflowCompleted',
-    'WorkflowFailed',
-    'WorkflowTerminated',
-    'ChildWorkflowCompleted',
-    'ChildWorkflowFailed',
-  ])
-export class EffectsProjection implements IEventHandler<StoredEvent> {
-  constructor(private readonly reactor: EffectsReactor) {}
-  handle(event: StoredEvent): void {
-    this.reactor.handle(event);
   }
 }

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
-import { EffectsProjection, EffectsReactor } from './effects.reactor.js';
+import { EffectsReactor } from './effects.reactor.js';
 import { EngineProjection, EngineState } from './engine-state.js';
 import { EngineTicker } from './engine-ticker.js';
 import { EngineService } from './engine.service.js';
@@ -11,7 +11,7 @@ import { WorkerProtocolResolver } from './worker-protocol.resolver.js';
 /** The execution engine: what workers can claim, leases and timers, and the worker protocol. */
 @Module({
   imports: [CqrsModule, WorkflowsModule, TasksModule],
-  providers: [EngineState, EngineProjection, EngineService, EngineTicker, EffectsReactor, EffectsProjection, WorkerProtocolResolver],
+  providers: [EngineState, EngineProjection, EngineService, EngineTicker, EffectsReactor, WorkerProtocolResolver],
   exports: [EngineState],
 })
 export class WorkersModule {}
