@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { createEventStore } from '../event-store/create-event-store.js';
 import { type EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
+import { historyCommand, replayCommand } from './history-commands.js';
 import { workerCommand } from './worker-command.js';
 
 const USAGE = `Usage: npm run baton -- <command>
@@ -14,6 +15,10 @@ const USAGE = `Usage: npm run baton -- <command>
   tokens revoke <tokenId> revoke a token on every instance
   worker <module> --token <t> --app <appId> --env <environment> [--url <url>] [--concurrency <n>]
                           run a worker for the tasks and workflows a module exports
+  history <workflowId> [--json]
+                          print every event of a workflow's history
+  replay <module> <workflowId>
+                          check that a module's workflow code still replays a recorded history
 
 The store is EVENT_STORE_URL (default sqlite:./data/baton.db).`;
 
@@ -26,6 +31,8 @@ async function main(argv: string[]): Promise<number> {
   if (group === 'worker') return workerCommand([action, ...rest].filter((a) => a !== undefined));
   const config = loadConfig();
   if (group === 'tokens') return withStore(config.eventStoreUrl, (store) => tokens(store, action, rest));
+  if (group === 'history') return withStore(config.eventStoreUrl, (store) => historyCommand(store, action, rest.includes('--json')));
+  if (group === 'replay') return withStore(config.eventStoreUrl, (store) => replayCommand(store, action, rest[0]));
   process.stderr.write(`unknown command: ${group}\n\n${USAGE}\n`);
   return 2;
 }
