@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { INestApplication, LogLevel } from '@nestjs/common';
+import { LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module.js';
@@ -36,4 +36,3 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
   return app;
 }
 
-export type BatonApp = INestApplication;

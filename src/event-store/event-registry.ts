@@ -31,8 +31,6 @@ export function eventClass(type: string): typeof StoredEvent {
   return cls;
 }
 
-export const eventClasses = (types: readonly string[]): Array<typeof StoredEvent> => types.map(eventClass);
-
 /** Rewrites an event stored in an older shape into the current one. */
 export type Upcaster = (event: RecordedEvent) => RecordedEvent;
 
@@ -76,7 +74,7 @@ export const PROJECTION_TYPES = Symbol('baton.projectionTypes');
  */
 export function Projection(types: readonly string[]): ClassDecorator {
   return (target) => {
-    EventsHandler(...eventClasses(types))(target);
+    EventsHandler(...types.map(eventClass))(target);
     Reflect.defineMetadata(PROJECTION_TYPES, [...types], target);
   };
 }

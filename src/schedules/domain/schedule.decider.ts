@@ -106,21 +106,12 @@ export type ScheduleState = { status: 'none' } | ExistingSchedule;
 type Ref = { scheduleId: string; appId: string; environment: string; now: number };
 
 export type ScheduleCommand =
-  | {
+  | (Omit<ScheduleSpec, 'timezone'> & {
       type: 'CreateSchedule';
-      scheduleId: string;
-      appId: string;
-      environment: string;
-      kind: ScheduleKind;
-      name: string;
-      input: Json[];
-      tag: string | null;
-      cron: string;
+      /** An IANA name, or null for UTC. */
       timezone: string | null;
-      overlapPolicy: OverlapPolicy;
-      catchUpWindowMs: number;
       now: number;
-    }
+    })
   /**
    * Handle the occurrences due at `now`: fire the latest if it is within the catch-up window,
    * record the older ones as skipped. `previousRunning` says whether the last dispatched

@@ -14,7 +14,6 @@ import {
   decideHeartbeat,
   decideStart,
   evolveAttempt,
-  holdsAttempt,
   initialAttemptState,
   iso,
 } from '../../tasks/domain/task-attempts.js';
@@ -509,4 +508,3 @@ export function nextDueAt(state: WorkflowState, now: number): number | undefined
   return due;
 }
 
-export { holdsAttempt };
