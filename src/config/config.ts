@@ -27,6 +27,8 @@ export interface BatonConfig {
   scheduleCatchUpMs: number;
   /** Create a token for app `demo` on a store that has none. */
   bootstrapToken: boolean;
+  /** Most streams whose folded state an instance keeps (LRU) for the write path. */
+  streamCacheSize: number;
 }
 
 export class ConfigError extends Error {
@@ -94,6 +96,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
+    streamCacheSize: int('STREAM_CACHE_SIZE', 10_000, 1, 10_000_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

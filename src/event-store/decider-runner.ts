@@ -1,4 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { Decider, DomainEvent, fold } from '../shared/decider.js';
 import { StoreUnavailable } from '../shared/errors.js';
 import { uuidv7 } from '../shared/ids.js';
@@ -14,39 +15,21 @@ import {
 } from './event-store.port.js';
 import { EventRegistry } from './event-registry.js';
 import { ProjectionRunner } from './projection-runner.js';
+import { type CommandContext, QueueOptions, RunResult, StreamQueues } from './stream-queues.js';
 
-/** Who asked, and when: becomes the events' metadata. */
-export interface CommandContext {
-  actor: string;
-  appId: string;
-  environment: string;
-  correlationId: string;
-  causationId?: string;
-}
+export type { CommandContext, RunResult } from './stream-queues.js';
 
-export interface RunOptions {
+export interface RunOptions extends QueueOptions {
   /** Wait until this instance's read models include the appended events (default true). */
   readYourWrites?: boolean;
-  /** Deterministic ids for the appended events (for idempotent retries of the same work). */
-  eventId?: (event: DomainEvent, index: number) => string;
-}
-
-export interface RunResult<E, S> {
-  events: E[];
-  /** State after the appended events. */
-  state: S;
-  /** State the decision was made on. */
-  before: S;
-  /** The stream as read for the decision (before the appended events). */
-  history: RecordedEvent[];
-  position: bigint | undefined;
 }
 
 const MAX_CONFLICT_RETRIES = 50;
 
 /**
- * The thin shell around every decider: read the stream, fold, decide, append with the revision
- * read, and retry only when another writer got there first. Usable without Nest (the CLI).
+ * One command on a stream without a cache: read it whole, fold, decide, append with the revision
+ * read, and retry only when another writer got there first. For one-off tools (the CLI); the
+ * service goes through `DeciderRunner`, whose per-stream queues and cache do not re-read streams.
  */
 export async function decideAndAppend<C, E extends DomainEvent, S>(
   store: EventStore,
@@ -54,14 +37,15 @@ export async function decideAndAppend<C, E extends DomainEvent, S>(
   decider: Decider<C, E, S>,
   command: C | ((state: S) => C),
   context: CommandContext,
-  options: Pick<RunOptions, 'eventId'> & { upcast?: (e: RecordedEvent) => RecordedEvent } = {},
+  options: QueueOptions & { upcast?: (e: RecordedEvent) => RecordedEvent } = {},
 ): Promise<RunResult<E, S>> {
   for (let attempt = 0; ; attempt++) {
     const recorded = await guard(() => store.readStream(streamId));
     const state = fold(decider, options.upcast ? recorded.map(options.upcast) : recorded);
     const cmd = typeof command === 'function' ? (command as (s: S) => C)(state) : command;
     const events = decider.decide(cmd, state);
-    if (events.length === 0) return { events, state, before: state, position: undefined, history: recorded };
+    const seenPosition = recorded.at(-1)?.position;
+    if (events.length === 0) return { events, state, before: state, position: undefined, seenPosition };
     const metadata: EventMetadata = {
       ...context,
       causationId: context.causationId ?? context.correlationId,
@@ -76,7 +60,7 @@ export async function decideAndAppend<C, E extends DomainEvent, S>(
     try {
       const result = await guard(() => store.append(streamId, toAppend, revisionOf(recorded)));
       const after = events.reduce((s, e) => decider.evolve(s, e), state);
-      return { events, state: after, before: state, position: result.position, history: recorded };
+      return { events, state: after, before: state, position: result.position, seenPosition: result.position };
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && attempt < MAX_CONFLICT_RETRIES) continue;
       throw error;
@@ -84,14 +68,36 @@ export async function decideAndAppend<C, E extends DomainEvent, S>(
   }
 }
 
-/** `decideAndAppend` inside the service, reading its own writes by default. */
+/**
+ * Every command of the service goes through here: the per-stream queues (batched appends over
+ * cached state, see `StreamQueues`), then, by default, a wait until this instance's read models
+ * include the appended events (read your writes).
+ */
 @Injectable()
 export class DeciderRunner {
+  private readonly logger = new Logger('Streams');
+  readonly queues: StreamQueues;
+
   constructor(
-    @Inject(EVENT_STORE) private readonly store: EventStore,
-    private readonly registry: EventRegistry,
+    @Inject(EVENT_STORE) store: EventStore,
+    registry: EventRegistry,
     private readonly projections: ProjectionRunner,
-  ) {}
+    @Inject(BATON_CONFIG) config: BatonConfig,
+  ) {
+    const warned = new Set<string>();
+    this.queues = new StreamQueues(store, {
+      capacity: config.streamCacheSize,
+      prepare: (event) => {
+        const prepared = registry.prepare(event);
+        if (!prepared && !warned.has(event.type)) {
+          warned.add(event.type);
+          this.logger.warn(`skipping events of unknown type ${event.type} (first seen in ${event.streamId} at revision ${event.revision})`);
+        }
+        return prepared;
+      },
+      mapError: (error) => (error instanceof StoreUnavailableError ? new StoreUnavailable(error.message) : error),
+    });
+  }
 
   async run<C, E extends DomainEvent, S>(
     streamId: string,
@@ -100,10 +106,7 @@ export class DeciderRunner {
     context: CommandContext,
     options: RunOptions = {},
   ): Promise<RunResult<E, S>> {
-    const result = await decideAndAppend(this.store, streamId, decider, command, context, {
-      eventId: options.eventId,
-      upcast: (e) => this.registry.upcast(e),
-    });
+    const result = await this.queues.run(streamId, decider, command, context, options);
     if (result.position !== undefined && options.readYourWrites !== false) await this.projections.waitFor(result.position);
     return result;
   }

@@ -57,6 +57,12 @@ export class EventRegistry {
     return chain ? chain.reduce((e, up) => up(e), event) : event;
   }
 
+  /** The event upcast to its current shape, or null when its type is unknown (a newer Baton wrote it). */
+  prepare(event: RecordedEvent): RecordedEvent | null {
+    const upcast = this.upcast(event);
+    return this.known.has(upcast.type) ? upcast : null;
+  }
+
   /** The event as its class instance, or null when the type is unknown. */
   rehydrate(event: RecordedEvent): StoredEvent | null {
     const upcast = this.upcast(event);

@@ -1,7 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { decideAndAppend } from '../event-store/decider-runner.js';
-import { EventRegistry } from '../event-store/event-registry.js';
-import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
+import { DeciderRunner } from '../event-store/decider-runner.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { FINAL_STATUSES } from '../workflows/domain/workflow.decider.js';
@@ -25,15 +23,14 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
     model: SchedulesReadModel,
     workflows: WorkflowsReadModel,
     dispatcher: ScheduleDispatcher,
-    registry: EventRegistry,
+    runner: DeciderRunner,
     private readonly projections: ProjectionRunner,
-    @Inject(EVENT_STORE) store: EventStore,
     @Inject(CLOCK) clock: Clock,
   ) {
     this.scheduler = new Scheduler({
       clock,
-      decide: (streamId, decider, command, context) =>
-        decideAndAppend(store, streamId, decider, command, context, { upcast: (event) => registry.upcast(event) }),
+      // Through the per-stream queues: a firing costs the same after a week of them as after one.
+      decide: (streamId, decider, command, context) => runner.run(streamId, decider, command, context, { readYourWrites: false }),
       model,
       dispatch: (spec, dispatchId, context) => dispatcher.dispatch(spec, dispatchId, context),
       isRunning: (spec, workflowId) => {

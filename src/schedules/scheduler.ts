@@ -12,8 +12,8 @@ export interface SchedulerLogger {
 }
 
 /**
- * Read the stream, fold, decide, append with the revision read, retry on a conflict: in the
- * service, `decideAndAppend` bound to the store.
+ * Decide on the stream's state and append with its revision, retrying on a conflict: in the
+ * service, the per-stream queues of `DeciderRunner`; in the specs, `decideAndAppend`.
  */
 export type DecideAndAppend = <C, E extends DomainEvent, S>(
   streamId: string,
@@ -265,8 +265,7 @@ export class Scheduler {
           this.refresh(dispatchKey);
         }
       }
-      const seen = [result.position, result.history.at(-1)?.position].filter((p): p is bigint => p !== undefined);
-      if (seen.length > 0) await this.deps.caughtUp(seen.reduce((a, b) => (a > b ? a : b)));
+      if (result.seenPosition !== undefined) await this.deps.caughtUp(result.seenPosition);
     } catch (error) {
       this.deps.logger?.warn(`schedule ${scheduleId}: could not fire, retrying in ${this.retryDelayMs} ms: ${(error as Error).message}`);
       this.notBefore.set(key, now + this.retryDelayMs);

@@ -42,6 +42,13 @@ export interface WorkerOptions {
    * @default 30000
    */
   shutdownGraceMs?: number;
+  /**
+   * Most workflow runs kept in memory between their decisions (sticky execution). A run this
+   * worker still holds is continued from where it stopped with only the new history; a run it no
+   * longer holds (evicted, or decided elsewhere) is replayed from its history.
+   * @default 1000
+   */
+  maxCachedWorkflows?: number;
   /** Where the worker logs (default: console). */
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
 }
@@ -58,12 +65,16 @@ interface WorkItem {
   attempt: number | null;
   input: string;
   history: string | null;
+  historyFrom: number | null;
+  runFrom: number | null;
+  leaseExpiresAt: string;
 }
 
 type DecisionReport = { ref: string; decisionId: string; commands?: string; failureCode?: string; failureMessage?: string; historyPosition?: number | null };
 type TaskReport = { ref: string; attemptId: string; result?: string; error?: { message: string; name?: string; nonRetryable?: boolean; retryAfterMs?: number } };
 
-const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId name version decisionId attemptId attempt input history } }`;
+const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId name version decisionId attemptId attempt input history historyFrom runFrom leaseExpiresAt } }`;
+const DECISION_HISTORY = `query($input: DecisionHistoryInput!) { decisionHistory(input: $input) }`;
 const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
 const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
 
@@ -90,6 +101,10 @@ export class Worker {
   private readonly stopping = new AbortController();
   private decisionReports: DecisionReport[] = [];
   private taskReports: TaskReport[] = [];
+  /** Leases of the outcomes waiting to be reported: a report is retried for as long as one holds. */
+  private reportLeases: number[] = [];
+  /** Workflow runs held between decisions, least recently used first. */
+  private readonly runs = new Map<string, { replay: WorkflowReplay; runFrom: number }>();
   private flushing: Promise<void> | undefined;
   private runPromise: Promise<void> | undefined;
 
@@ -174,20 +189,48 @@ export class Worker {
   private async decide(item: WorkItem): Promise<void> {
     const definition = this.workflows.get(item.version ?? item.name);
     const report: DecisionReport = { ref: item.ref, decisionId: item.decisionId! };
+    const workflowId = item.workflowId!;
     try {
       if (!definition) throw new Error(`this worker has no workflow ${item.version ?? item.name}`);
-      const history = JSON.parse(item.history ?? '[]') as HistoryEvent[];
-      const commands = await new WorkflowReplay(definition, item.workflowId!, JSON.parse(item.input), history).execute();
+      let history = JSON.parse(item.history ?? '[]') as HistoryEvent[];
+      const runFrom = item.runFrom ?? 0;
+      let run = this.runs.get(workflowId);
+      this.runs.delete(workflowId);
+      const holds = run !== undefined && run.runFrom === runFrom && run.replay.nextRevision >= (item.historyFrom ?? 0) && !run.replay.isFinished;
+      if (!holds) {
+        if ((item.historyFrom ?? 0) !== runFrom) history = await this.wholeRun(item);
+        run = { replay: new WorkflowReplay(definition, workflowId, JSON.parse(item.input)), runFrom };
+      }
+      const commands = await run!.replay.feed(history);
       report.commands = JSON.stringify(commands);
+      if (!run!.replay.isFinished) this.hold(workflowId, run!);
     } catch (error) {
       const e = error as Error;
       report.failureCode = error instanceof NonDeterminismError ? error.code : 'WORKER_ERROR';
       report.failureMessage = e.message;
       report.historyPosition = error instanceof NonDeterminismError ? error.historyPosition : null;
-      this.logger.error(`[baton worker] decision for ${item.workflowId} failed: ${e.message}`);
+      this.logger.error(`[baton worker] decision for ${workflowId} failed: ${e.message}`);
     }
     this.decisionReports.push(report);
+    this.reportLeases.push(Date.parse(item.leaseExpiresAt));
     await this.scheduleFlush();
+  }
+
+  /** The whole current run of a claimed decision, for a run this worker does not hold. */
+  private async wholeRun(item: WorkItem): Promise<HistoryEvent[]> {
+    const { decisionHistory } = await this.client.request<{ decisionHistory: string }>(DECISION_HISTORY, {
+      input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, ref: item.ref, decisionId: item.decisionId },
+    });
+    return JSON.parse(decisionHistory) as HistoryEvent[];
+  }
+
+  private hold(workflowId: string, run: { replay: WorkflowReplay; runFrom: number }): void {
+    this.runs.set(workflowId, run);
+    const max = this.options.maxCachedWorkflows ?? 1000;
+    for (const key of this.runs.keys()) {
+      if (this.runs.size <= max) break;
+      this.runs.delete(key);
+    }
   }
 
   private async execute(item: WorkItem): Promise<void> {
@@ -231,6 +274,7 @@ export class Worker {
       this.running.delete(item.ref);
     }
     this.taskReports.push(report);
+    this.reportLeases.push(Date.parse(item.leaseExpiresAt));
     await this.scheduleFlush();
   }
 
@@ -247,8 +291,11 @@ export class Worker {
     const decisions = this.decisionReports;
     const tasks = this.taskReports;
     if (decisions.length === 0 && tasks.length === 0) return;
+    // Worth retrying for as long as the longest lease holds: after that the server has moved on.
+    const until = Math.max(...this.reportLeases.filter((t) => !Number.isNaN(t)), Date.now() + 5000);
     this.decisionReports = [];
     this.taskReports = [];
+    this.reportLeases = [];
     for (let attempt = 0; ; attempt++) {
       try {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }> } }>(REPORT, {
@@ -257,11 +304,12 @@ export class Worker {
         for (const r of reportWork.rejected) this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);
         return;
       } catch (error) {
-        if (attempt >= 5) {
-          this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes: ${(error as Error).message}`);
+        const delay = Math.min(100 * 2 ** attempt, 2000);
+        if (Date.now() + delay > until) {
+          this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes before their leases ended: ${(error as Error).message}`);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
+        await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
   }

@@ -60,8 +60,20 @@ export interface WorkflowContext {
   now(): Date;
   /** A deterministic random number in [0, 1). */
   random(): number;
-  /** A deterministic UUID (v4 format). */
+  /** A deterministic UUID (v4 format): 128 bits derived from the workflow id and how many were asked for before. */
   uuid(): string;
+  /**
+   * Ends this run and starts a fresh one under the same workflow id, with these arguments and an
+   * empty history (as Temporal's continue-as-new): how a workflow that loops for ever, or runs
+   * many thousands of steps, keeps its history (and the cost of replaying it) bounded. Nothing
+   * after it runs; tasks still running in this run are abandoned.
+   * @example
+   * export const poller = defineWorkflow('Poller', async (ctx, cursor: number) => {
+   *   for (let i = 0; i < 1000; i++) cursor = await ctx.run(fetchPage, cursor);
+   *   return ctx.continueAsNew(cursor);
+   * });
+   */
+  continueAsNew(...args: unknown[]): Promise<never>;
   /** Logs, muted while replaying. */
   readonly log: Pick<Console, 'info' | 'warn' | 'error'>;
 }
@@ -95,54 +107,81 @@ export class WorkflowReplay {
   private waiters: Array<{ seq: number; name: string; resolve: (value: [string, ...unknown[]] | null) => void; timed: boolean }> = [];
   private readonly handlers = new Map<string, Array<(...data: any[]) => void>>();
   private unclaimed: Array<{ name: string; data: unknown[] }> = [];
+  /** Outcomes recorded since the last decision, seen by the code at the next one. */
+  private unseen: HistoryEvent[] = [];
   private time = 0;
   private rng: () => number;
+  private uuids = 0;
   private replaying = true;
+  private started = false;
   private finished = false;
+  private next = 0;
 
   constructor(
     private readonly workflow: WorkflowDefinition,
     private readonly workflowId: string,
     private readonly input: unknown[],
-    private readonly history: HistoryEvent[],
+    private readonly history: HistoryEvent[] = [],
   ) {
-    this.rng = mulberry32(createHash('sha256').update(workflowId).digest().readUInt32LE(0));
+    this.rng = xoshiro128(createHash('sha256').update(`random:${workflowId}`).digest());
   }
 
-  /** Replays the history and returns the new commands of the current (last) decision. */
-  async execute(): Promise<Command[]> {
-    const recorded = new Map<string, { commands: Command[]; revision: number }>();
-    for (const e of this.history) if (e.type === 'DecisionCompleted') recorded.set(e.data.decisionId, { commands: e.data.commands, revision: e.revision });
-    // Outcomes recorded between two decisions are seen by the code at the next one, with that
-    // decision's clock: the code that runs on them runs then.
-    let unseen: HistoryEvent[] = [];
-    let started = false;
-    const last = this.history.length - 1;
-    for (let i = 0; i <= last; i++) {
-      const event = this.history[i];
-      if (event.type !== 'DecisionStarted') {
-        if (OUTCOMES.has(event.type)) unseen.push(event);
-        continue;
-      }
-      this.time = Date.parse(event.data.startedAt);
-      this.replaying = i < last;
-      if (!started) {
-        started = true;
-        this.start();
-      }
-      await drain();
-      for (const outcome of unseen) {
-        this.apply(outcome);
-        await drain();
-      }
-      unseen = [];
-      const done = recorded.get(event.data.decisionId);
-      if (done) {
-        this.check(done.commands, done.revision);
-        this.buffer = [];
+  /** The revision of the next history event this replay expects. */
+  get nextRevision(): number {
+    return this.next;
+  }
+
+  /** True once the code returned, threw or continued as new: nothing more will come of it. */
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  /** Replays the history given to the constructor and returns the commands of the current (last) decision. */
+  execute(): Promise<Command[]> {
+    return this.feed(this.history);
+  }
+
+  /**
+   * Feeds history events (in order; ones already fed are skipped) and returns the commands of the
+   * newest decision. A worker keeps the replay between decisions and feeds it only what followed
+   * (sticky execution), so a decision costs what happened since the previous one, not the whole
+   * history. At each `DecisionCompleted` the commands the code produced are checked against the
+   * recorded ones.
+   */
+  async feed(events: HistoryEvent[]): Promise<Command[]> {
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i];
+      if (event.revision < this.next) continue;
+      this.next = event.revision + 1;
+      switch (event.type) {
+        case 'WorkflowDispatched':
+        case 'WorkflowContinuedAsNew':
+          this.seq = event.data.seqBase ?? 0;
+          continue;
+        case 'DecisionCompleted':
+          if (!this.started) continue;
+          this.check(event.data.commands ?? [], event.revision);
+          this.buffer = [];
+          continue;
+        case 'DecisionStarted':
+          this.time = Date.parse(event.data.startedAt);
+          this.replaying = i < events.length - 1;
+          if (!this.started) {
+            this.started = true;
+            this.start();
+          }
+          await drain();
+          for (const outcome of this.unseen) {
+            this.apply(outcome);
+            await drain();
+          }
+          this.unseen = [];
+          continue;
+        default:
+          if (OUTCOMES.has(event.type)) this.unseen.push(event);
       }
     }
-    return this.buffer;
+    return [...this.buffer];
   }
 
   private apply(event: HistoryEvent): void {
@@ -313,11 +352,15 @@ export class WorkflowReplay {
       now: () => new Date(self.time),
       random: () => self.rng(),
       uuid() {
-        const hex = Array.from({ length: 16 }, () => Math.floor(self.rng() * 256));
-        hex[6] = (hex[6] & 0x0f) | 0x40;
-        hex[8] = (hex[8] & 0x3f) | 0x80;
-        const h = hex.map((b) => b.toString(16).padStart(2, '0')).join('');
+        const bytes = createHash('sha256').update(`uuid:${self.workflowId}:${self.uuids++}`).digest().subarray(0, 16);
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        const h = bytes.toString('hex');
         return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+      },
+      continueAsNew(...args) {
+        self.finish({ type: 'ContinueAsNew', seq: self.seq++, args, at: new Date(self.time).toISOString() });
+        return new Promise<never>(() => {});
       },
       log: { info: log('info'), warn: log('warn'), error: log('error') },
     };
@@ -334,13 +377,23 @@ function describe(command: Command | undefined): string {
   return `${command.type}${command.seq !== undefined ? ` #${command.seq}` : ''}${command.name ? ` (${command.name})` : ''}`;
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
+/** xoshiro128**: a small PRNG with 128 bits of state, seeded from a hash (never all zero). */
+function xoshiro128(seed: Buffer): () => number {
+  let a = seed.readUInt32LE(0) | 1;
+  let b = seed.readUInt32LE(4);
+  let c = seed.readUInt32LE(8);
+  let d = seed.readUInt32LE(12);
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    const result = Math.imul(rotl(Math.imul(b, 5), 7), 9) >>> 0;
+    const t = b << 9;
+    c ^= a;
+    d ^= b;
+    b ^= c;
+    a ^= d;
+    c ^= t;
+    d = rotl(d, 11);
+    return result / 4294967296;
   };
 }
+
+const rotl = (x: number, k: number) => (x << k) | (x >>> (32 - k));

@@ -5,6 +5,8 @@
 export interface DomainEvent<Type extends string = string, Data = unknown> {
   type: Type;
   data: Data;
+  /** Its revision in its stream, when `evolve` is folding recorded (or just appended) events. */
+  revision?: bigint;
 }
 
 export interface Decider<Command, Event extends DomainEvent, State> {

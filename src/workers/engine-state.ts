@@ -11,14 +11,15 @@ import {
   WorkflowEvent,
   WorkflowState,
   baseName,
-  claimableTasks,
   decisionClaimable,
-  nextDueAt,
+  decisionDueAt,
   pickVersion,
+  taskClaimable,
+  taskDueAt,
+  timerDueAt,
   workflowDecider,
 } from '../workflows/domain/workflow.decider.js';
 import { MinHeap } from './min-heap.js';
-import { formatRef } from './work-refs.js';
 
 type ExistingTask = Exclude<TaskState, { status: 'none' }>;
 
@@ -36,9 +37,10 @@ interface ScopeIndex {
   waiters: Set<Waiter>;
 }
 
+/** One indexed item: a workflow's decision, one of its tasks or timers, or a standalone task. */
 interface Indexed {
   scope: string;
-  entries: Array<{ kind: 'decisions' | 'tasks'; name: string; ref: string }>;
+  entry: { kind: 'decisions' | 'tasks'; name: string; ref: string } | undefined;
   due: number | undefined;
 }
 
@@ -47,7 +49,25 @@ export interface Candidate {
   kind: 'decision' | 'task';
 }
 
+/** What an index key names: the decision (`wf:<id>`), a task (`wf:<id>#<seq>`), a timer (`tm:<id>#<seq>`), a standalone task (`task:<id>`). */
+export type DueRef =
+  | { kind: 'decision'; workflowId: string }
+  | { kind: 'workflowTask'; workflowId: string; seq: number }
+  | { kind: 'timer'; workflowId: string; seq: number }
+  | { kind: 'task'; taskId: string };
+
 const scopeKey = (appId: string, environment: string) => `${appId}\u0000${environment}`;
+const decisionKey = (id: string) => `wf:${id}`;
+const taskKey = (id: string, seq: number) => `wf:${id}#${seq}`;
+const timerKey = (id: string, seq: number) => `tm:${id}#${seq}`;
+
+export function parseDueRef(key: string): DueRef {
+  const hash = key.indexOf('#');
+  if (key.startsWith('task:')) return { kind: 'task', taskId: key.slice(5) };
+  if (key.startsWith('tm:')) return { kind: 'timer', workflowId: key.slice(3, hash), seq: Number(key.slice(hash + 1)) };
+  if (hash >= 0) return { kind: 'workflowTask', workflowId: key.slice(3, hash), seq: Number(key.slice(hash + 1)) };
+  return { kind: 'decision', workflowId: key.slice(3) };
+}
 
 /**
  * The engine's view of every workflow and standalone task that is not final: their folded
@@ -55,6 +75,10 @@ const scopeKey = (appId: string, environment: string) => `${appId}\u0000${enviro
  * name), parked pollers, and a heap of due times (timers, leases, retries). Fed by the
  * projection below, in log order; the store stays the authority (claims are appends with an
  * expected revision), this only says where to look.
+ *
+ * Indexing is per item: an event re-examines only what it touched (the decision, one task, one
+ * timer), so its cost does not grow with the number of tasks a workflow has. Only a change of the
+ * workflow's status (pause, resume, end) re-examines all of its items.
  */
 @Injectable()
 export class EngineState {
@@ -62,8 +86,9 @@ export class EngineState {
   readonly tasks = new Map<string, ExistingTask>();
   private readonly scopes = new Map<string, ScopeIndex>();
   private readonly indexed = new Map<string, Indexed>();
-  private readonly due = new MinHeap<{ ref: string; at: number }>();
+  private readonly due = new MinHeap<{ key: string; at: number }>();
   private dueListener: ((at: number) => void) | undefined;
+  private turn = 0;
 
   constructor(@Inject(CLOCK) private readonly clock: Clock) {}
 
@@ -74,12 +99,24 @@ export class EngineState {
 
   applyWorkflow(id: string, event: WorkflowEvent): void {
     const current: WorkflowState = this.workflows.get(id) ?? workflowDecider.initialState();
-    if (current.status === 'none' && event.type !== 'WorkflowDispatched') return;
+    if (current.status === 'none' && event.type !== 'WorkflowDispatched' && event.type !== 'WorkflowContinuedAsNew') return;
     const next = workflowDecider.evolve(current, event);
     if (next.status === 'none') return;
     if (FINAL_STATUSES.has(next.status)) this.workflows.delete(id);
     else this.workflows.set(id, next);
-    this.reindexWorkflow(id);
+    const seq = (event.data as { seq?: unknown }).seq;
+    if (current.status !== next.status || event.type === 'WorkflowContinuedAsNew') {
+      // Everything the workflow had may have changed (paused, resumed, ended, a new run).
+      for (const state of [current, next]) {
+        if (state.status === 'none') continue;
+        for (const s of state.tasks.keys()) this.reindexWorkflowItem(id, { kind: 'workflowTask', workflowId: id, seq: s });
+        for (const s of state.timers.keys()) this.reindexWorkflowItem(id, { kind: 'timer', workflowId: id, seq: s });
+      }
+    } else if (typeof seq === 'number') {
+      if (event.type.startsWith('Timer')) this.reindexWorkflowItem(id, { kind: 'timer', workflowId: id, seq });
+      else if (event.type.startsWith('Task')) this.reindexWorkflowItem(id, { kind: 'workflowTask', workflowId: id, seq });
+    }
+    this.reindexWorkflowItem(id, { kind: 'decision', workflowId: id });
   }
 
   applyTask(id: string, event: TaskEvent): void {
@@ -93,109 +130,134 @@ export class EngineState {
     this.reindexTask(id);
   }
 
-  reindexWorkflow(id: string): void {
+  private reindexWorkflowItem(id: string, item: Exclude<DueRef, { kind: 'task' }>): void {
     const state = this.workflows.get(id);
     const now = this.clock.now();
-    const entries: Indexed['entries'] = [];
-    if (state) {
-      if (decisionClaimable(state, now)) {
-        entries.push({ kind: 'decisions', name: baseName(state.version ?? state.name), ref: id });
+    const scope = state ? scopeKey(state.appId, state.environment) : '';
+    switch (item.kind) {
+      case 'decision': {
+        const entry = state && decisionClaimable(state, now) ? { kind: 'decisions' as const, name: baseName(state.version ?? state.name), ref: id } : undefined;
+        return this.reindex(decisionKey(id), scope, entry, state ? decisionDueAt(state, now) : undefined);
       }
-      for (const seq of claimableTasks(state, now)) {
-        entries.push({ kind: 'tasks', name: state.tasks[seq].name, ref: formatRef({ kind: 'workflowTask', workflowId: id, seq }) });
+      case 'workflowTask': {
+        const key = taskKey(id, item.seq);
+        const entry = state && taskClaimable(state, item.seq, now) ? { kind: 'tasks' as const, name: state.tasks.get(item.seq)!.name, ref: key } : undefined;
+        return this.reindex(key, scope, entry, state ? taskDueAt(state, item.seq, now) : undefined);
       }
+      case 'timer':
+        return this.reindex(timerKey(id, item.seq), scope, undefined, state ? timerDueAt(state, item.seq) : undefined);
     }
-    this.reindex(`wf:${id}`, state ? scopeKey(state.appId, state.environment) : '', entries, state ? nextDueAt(state, now) : undefined);
   }
 
   reindexTask(id: string): void {
     const state = this.tasks.get(id);
     const now = this.clock.now();
-    const entries: Indexed['entries'] = [];
-    if (state && isClaimable(state.attempt, now)) entries.push({ kind: 'tasks', name: state.name, ref: formatRef({ kind: 'task', taskId: id }) });
-    this.reindex(`task:${id}`, state ? scopeKey(state.appId, state.environment) : '', entries, state ? taskNextDueAt(state, now) : undefined);
+    const key = `task:${id}`;
+    const entry = state && isClaimable(state.attempt, now) ? { kind: 'tasks' as const, name: state.name, ref: key } : undefined;
+    this.reindex(key, state ? scopeKey(state.appId, state.environment) : '', entry, state ? taskNextDueAt(state, now) : undefined);
   }
 
-  /** Re-examines whatever was due by now (called by the ticker). */
-  reindexRef(ref: string): void {
-    if (ref.startsWith('wf:')) this.reindexWorkflow(ref.slice(3));
-    else this.reindexTask(ref.slice(5));
+  /** Re-examines an item whose due time came (called by the ticker). */
+  reindexRef(key: string): void {
+    const ref = parseDueRef(key);
+    if (ref.kind === 'task') this.reindexTask(ref.taskId);
+    else this.reindexWorkflowItem(ref.workflowId, ref);
   }
 
-  private reindex(key: string, scope: string, entries: Indexed['entries'], due: number | undefined): void {
+  private reindex(key: string, scope: string, entry: Indexed['entry'], due: number | undefined): void {
     const previous = this.indexed.get(key);
-    if (previous) {
+    if (previous?.entry) {
       const index = this.scopes.get(previous.scope);
-      for (const entry of previous.entries) {
-        const set = index?.[entry.kind].get(entry.name);
-        set?.delete(entry.ref);
-        if (set?.size === 0) index![entry.kind].delete(entry.name);
-      }
+      const set = index?.[previous.entry.kind].get(previous.entry.name);
+      set?.delete(previous.entry.ref);
+      if (set?.size === 0) index![previous.entry.kind].delete(previous.entry.name);
     }
-    if (entries.length === 0 && due === undefined) {
+    if (entry === undefined && due === undefined) {
       this.indexed.delete(key);
       return;
     }
-    this.indexed.set(key, { scope, entries, due });
-    if (entries.length > 0) {
+    this.indexed.set(key, { scope, entry, due });
+    if (entry) {
       const index = this.scope(scope);
-      for (const entry of entries) {
-        let set = index[entry.kind].get(entry.name);
-        if (!set) index[entry.kind].set(entry.name, (set = new Set()));
-        set.add(entry.ref);
-      }
-      this.wakeWaiters(index, entries);
+      let set = index[entry.kind].get(entry.name);
+      if (!set) index[entry.kind].set(entry.name, (set = new Set()));
+      set.add(entry.ref);
+      this.wakeWaiters(index, entry);
     }
     if (due !== undefined && due !== previous?.due) {
       const top = this.due.peek();
-      this.due.push(due, { ref: key, at: due });
+      this.due.push(due, { key, at: due });
       if (!top || due < top.key) this.dueListener?.(due);
     }
   }
 
-  /** Refs whose due time has come, each once per scheduled due time still current. */
+  /** Keys whose due time has come, each once per scheduled due time still current. */
   takeDue(now: number): string[] {
-    const refs = new Set<string>();
+    const keys = new Set<string>();
     for (let top = this.due.peek(); top && top.key <= now; top = this.due.peek()) {
       this.due.pop();
-      const indexed = this.indexed.get(top.value.ref);
+      const indexed = this.indexed.get(top.value.key);
       if (indexed?.due === top.value.at) {
         indexed.due = undefined;
-        refs.add(top.value.ref);
+        keys.add(top.value.key);
       }
     }
-    return [...refs];
+    return [...keys];
   }
 
   nextDue(): number | undefined {
     return this.due.peek()?.key;
   }
 
+  /** How much claimable work waits, by kind and name, for one app and environment (metrics, dashboards). */
+  backlog(appId: string, environment: string): { decisions: Map<string, number>; tasks: Map<string, number> } {
+    const index = this.scopes.get(scopeKey(appId, environment));
+    const count = (m: Map<string, Set<string>> | undefined) => new Map([...(m ?? new Map<string, Set<string>>())].map(([k, v]) => [k, v.size]));
+    return { decisions: count(index?.decisions), tasks: count(index?.tasks) };
+  }
+
   /**
    * Up to `max` claimable items for a worker serving these workflow names (with versions) and
-   * task names, skipping refs in `exclude` (claims already under way on this instance).
+   * task names, skipping refs in `exclude` (claims already under way on this instance). Fair:
+   * decisions of each workflow name and tasks of each task name take turns, starting with a
+   * different one at each call, so no name starves while others have a backlog.
    */
   candidates(appId: string, environment: string, workflows: string[], tasks: string[], max: number, exclude: Set<string>): Candidate[] {
     const index = this.scopes.get(scopeKey(appId, environment));
     if (!index || max <= 0) return [];
-    const found: Candidate[] = [];
+    const sources: Array<Iterator<Candidate>> = [];
     for (const base of new Set(workflows.map(baseName))) {
-      for (const id of index.decisions.get(base) ?? []) {
-        if (found.length >= max) return found;
-        if (exclude.has(`wf:${id}`)) continue;
-        const state = this.workflows.get(id);
-        if (!state) continue;
-        const version = state.version ?? pickVersion(state.name, workflows);
-        if (version !== null && workflows.includes(version)) found.push({ ref: `wf:${id}`, kind: 'decision' });
-      }
+      const ids = index.decisions.get(base);
+      if (ids?.size) sources.push(this.decisionCandidates(ids, workflows, exclude));
     }
-    for (const name of tasks) {
-      for (const ref of index.tasks.get(name) ?? []) {
-        if (found.length >= max) return found;
-        if (!exclude.has(ref)) found.push({ ref, kind: 'task' });
+    for (const name of new Set(tasks)) {
+      const refs = index.tasks.get(name);
+      if (refs?.size) sources.push(taskCandidates(refs, exclude));
+    }
+    const found: Candidate[] = [];
+    const start = this.turn++ % Math.max(1, sources.length);
+    const live = [...sources.slice(start), ...sources.slice(0, start)];
+    while (found.length < max && live.length > 0) {
+      for (let i = 0; i < live.length && found.length < max; ) {
+        const next = live[i].next();
+        if (next.done) live.splice(i, 1);
+        else {
+          found.push(next.value);
+          i++;
+        }
       }
     }
     return found;
+  }
+
+  private *decisionCandidates(ids: Set<string>, workflows: string[], exclude: Set<string>): Iterator<Candidate> {
+    for (const id of ids) {
+      if (exclude.has(`wf:${id}`)) continue;
+      const state = this.workflows.get(id);
+      if (!state) continue;
+      const version = state.version ?? pickVersion(state.name, workflows);
+      if (version !== null && workflows.includes(version)) yield { ref: `wf:${id}`, kind: 'decision' };
+    }
   }
 
   /** Resolves when work for these names may have arrived, or after `timeoutMs`. */
@@ -218,9 +280,9 @@ export class EngineState {
     });
   }
 
-  private wakeWaiters(index: ScopeIndex, entries: Indexed['entries']): void {
+  private wakeWaiters(index: ScopeIndex, entry: NonNullable<Indexed['entry']>): void {
     for (const waiter of index.waiters) {
-      if (entries.some((e) => (e.kind === 'decisions' ? waiter.workflows : waiter.tasks).has(e.name))) waiter.wake();
+      if ((entry.kind === 'decisions' ? waiter.workflows : waiter.tasks).has(entry.name)) waiter.wake();
     }
   }
 
@@ -231,13 +293,17 @@ export class EngineState {
   }
 }
 
+function* taskCandidates(refs: Set<string>, exclude: Set<string>): Iterator<Candidate> {
+  for (const ref of refs) if (!exclude.has(ref)) yield { ref, kind: 'task' };
+}
+
 @Projection([...WORKFLOW_EVENT_TYPES, 'TaskDispatched', ...ATTEMPT_EVENT_TYPES])
 export class EngineProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly engine: EngineState) {}
 
   handle(stored: StoredEvent): void {
     const { streamId } = stored.recorded;
-    const event = { type: stored.type, data: stored.data };
+    const event = { type: stored.type, data: stored.data, revision: stored.recorded.revision };
     if (streamId.startsWith('workflow-')) this.engine.applyWorkflow(streamId.slice(9), event as WorkflowEvent);
     else if (streamId.startsWith('task-')) this.engine.applyTask(streamId.slice(5), event as TaskEvent);
   }

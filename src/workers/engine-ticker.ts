@@ -5,7 +5,7 @@ import { CLOCK, type Clock } from '../shared/clock.js';
 import { uuidv7 } from '../shared/ids.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { workflowDecider } from '../workflows/domain/workflow.decider.js';
-import { EngineState } from './engine-state.js';
+import { EngineState, parseDueRef } from './engine-state.js';
 
 /**
  * The engine's clock: one timer armed for the earliest due time. When it rings, due timers
@@ -54,25 +54,26 @@ export class EngineTicker implements OnApplicationBootstrap, OnApplicationShutdo
     this.arm(this.engine.nextDue());
   }
 
-  private async act(ref: string, now: number): Promise<void> {
+  private async act(key: string, now: number): Promise<void> {
     try {
-      if (ref.startsWith('wf:')) {
-        const id = ref.slice(3);
-        const state = this.engine.workflows.get(id);
-        if (state && workflowDecider.decide({ type: 'Tick', now }, state).length > 0) {
-          await this.runner.run(`workflow-${id}`, workflowDecider, { type: 'Tick', now }, this.context(state.appId, state.environment));
+      const ref = parseDueRef(key);
+      if (ref.kind === 'task') {
+        const state = this.engine.tasks.get(ref.taskId);
+        if (state && taskDecider.decide({ type: 'Tick', now }, state).length > 0) {
+          await this.runner.run(`task-${ref.taskId}`, taskDecider, { type: 'Tick', now }, this.context(state.appId, state.environment));
         }
       } else {
-        const id = ref.slice(5);
-        const state = this.engine.tasks.get(id);
-        if (state && taskDecider.decide({ type: 'Tick', now }, state).length > 0) {
-          await this.runner.run(`task-${id}`, taskDecider, { type: 'Tick', now }, this.context(state.appId, state.environment));
+        const state = this.engine.workflows.get(ref.workflowId);
+        const target = ref.kind === 'decision' ? { kind: 'decision' as const } : { kind: ref.kind === 'timer' ? ('timer' as const) : ('task' as const), seq: ref.seq };
+        const tick = { type: 'Tick' as const, now, target };
+        if (state && workflowDecider.decide(tick, state).length > 0) {
+          await this.runner.run(`workflow-${ref.workflowId}`, workflowDecider, tick, this.context(state.appId, state.environment));
         }
       }
-      this.engine.reindexRef(ref);
+      this.engine.reindexRef(key);
     } catch (error) {
-      this.logger.warn(`could not act on ${ref}, retrying in 1 s: ${(error as Error).message}`);
-      this.clock.at(now + 1000, () => this.engine.reindexRef(ref));
+      this.logger.warn(`could not act on ${key}, retrying in 1 s: ${(error as Error).message}`);
+      this.clock.at(now + 1000, () => this.engine.reindexRef(key));
     }
   }
 

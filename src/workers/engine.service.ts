@@ -1,17 +1,18 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js';
-import { Json } from '../event-store/event-store.port.js';
+import { EVENT_STORE, type EventStore, Json, RecordedEvent } from '../event-store/event-store.port.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
-import { FINAL_STATUSES, WorkflowEventData, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, WorkflowState, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { parseRef } from './work-refs.js';
 import {
+  DecisionHistoryInput,
   DecisionReportInput,
   HeartbeatInput,
   HeartbeatResult,
@@ -44,6 +45,7 @@ export class EngineService {
     private readonly runner: DeciderRunner,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 
   async poll(input: PollWorkInput, signal?: AbortSignal): Promise<WorkItem[]> {
@@ -88,29 +90,61 @@ export class EngineService {
     const result = await this.runner.run(
       `workflow-${workflowId}`,
       workflowDecider,
-      { type: 'StartDecision', decisionId, workerId: input.workerId, workflows: input.workflows, now, leaseMs: this.config.leaseMs },
+      (state) => {
+        inScope(state, input, ref);
+        return { type: 'StartDecision' as const, decisionId, workerId: input.workerId, workflows: input.workflows, now, leaseMs: this.config.leaseMs };
+      },
       workerContext(input),
     );
+    const before = result.before as ExistingWorkflow;
+    const after = result.state as ExistingWorkflow;
     const started = result.events[0].data as WorkflowEventData['DecisionStarted'];
-    const dispatched = result.history[0].data as WorkflowEventData['WorkflowDispatched'];
-    const history = [
-      ...result.history.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data })),
-      { revision: result.history.length, type: 'DecisionStarted', data: started },
-    ];
+    // Sticky: the worker that made the previous decision of this run holds the run up to there and
+    // gets only what followed; any other worker gets the whole run (DESIGN.md §4).
+    const previous = before.lastDecision;
+    const from = previous && previous.workerId === input.workerId && previous.revision >= before.runStartRevision ? previous.revision + 1n : before.runStartRevision;
+    const history = await this.readRun(workflowId, from, after.lastDecision!.revision);
     return {
       kind: WorkKind.DECISION,
       ref,
       workflowId,
       taskId: null,
-      name: dispatched.name,
+      name: after.name,
       version: started.version,
       decisionId,
       attemptId: null,
       attempt: null,
-      input: JSON.stringify(dispatched.input),
+      input: JSON.stringify(after.input),
       history: JSON.stringify(history),
+      historyFrom: Number(from),
+      runFrom: Number(after.runStartRevision),
       leaseExpiresAt: new Date(started.leaseExpiresAt),
     };
+  }
+
+  /** A claimed decision's whole run, for a worker that does not hold it (evicted, restarted). */
+  async decisionHistory(input: DecisionHistoryInput): Promise<string> {
+    const parsed = parseRef(input.ref);
+    if (parsed?.kind !== 'decision') throw new BadUserInputError('ref', `not a decision ref: ${input.ref}`);
+    const { state } = await this.runner.run(
+      `workflow-${parsed.workflowId}`,
+      workflowDecider,
+      (s: WorkflowState) => {
+        inScope(s, input, input.ref);
+        return { type: 'Tick' as const, now: 0, target: { kind: 'decision' as const } };
+      },
+      workerContext(input),
+      { readYourWrites: false },
+    );
+    const run = state as ExistingWorkflow;
+    if (run.lastDecision?.id !== input.decisionId) throw new ConflictError('decision is no longer current (its lease lapsed or the workflow ended)');
+    return JSON.stringify(await this.readRun(parsed.workflowId, run.runStartRevision, run.lastDecision.revision));
+  }
+
+  /** Events `from`..`to` of a workflow's stream, as the SDK replays them. */
+  private async readRun(workflowId: string, from: bigint, to: bigint): Promise<Array<{ revision: number; type: string; data: unknown }>> {
+    const events: RecordedEvent[] = await this.store.readStream(`workflow-${workflowId}`, { fromRevision: from, maxCount: Number(to - from) + 1 });
+    return events.filter((e) => e.revision <= to).map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
   }
 
   private async claimTask(
@@ -127,7 +161,8 @@ export class EngineService {
         `workflow-${parsed.workflowId}`,
         workflowDecider,
         (state) => {
-          const name = state.status === 'none' ? '' : (state.tasks[parsed.seq]?.name ?? '');
+          inScope(state, input, ref);
+          const name = state.status === 'none' ? '' : (state.tasks.get(parsed.seq)?.name ?? '');
           const policy = policies.get(name) ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
           return { type: 'StartTask' as const, seq: parsed.seq, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
         },
@@ -135,7 +170,7 @@ export class EngineService {
       );
       const state = result.state;
       if (state.status === 'none') throw new NotFoundError('workflow', parsed.workflowId);
-      const task = state.tasks[parsed.seq];
+      const task = state.tasks.get(parsed.seq)!;
       const started = result.events[0].data as WorkflowEventData['TaskStarted'];
       return this.taskItem(ref, parsed.workflowId, null, task.name, task.args, started);
     }
@@ -144,6 +179,7 @@ export class EngineService {
         `task-${parsed.taskId}`,
         taskDecider,
         (state) => {
+          inScope(state, input, ref);
           const policy = policies.get(state.status === 'none' ? '' : state.name) ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
           return { type: 'StartTask' as const, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
         },
@@ -176,6 +212,8 @@ export class EngineService {
       attempt: started.attempt,
       input: JSON.stringify(args),
       history: null,
+      historyFrom: null,
+      runFrom: null,
       leaseExpiresAt: new Date(started.leaseExpiresAt),
     };
   }
@@ -208,14 +246,14 @@ export class EngineService {
       await this.runner.run(
         streamId,
         workflowDecider,
-        {
+        scoped(context, parsed.workflowId, {
           type: 'FailDecision',
           decisionId: report.decisionId,
           code: report.failureCode,
           message: report.failureMessage ?? report.failureCode,
           historyPosition: report.historyPosition ?? null,
           now: this.clock.now(),
-        },
+        }),
         context,
       );
       return;
@@ -225,7 +263,7 @@ export class EngineService {
     for (const c of commands) {
       if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') ids[c.seq] = derivedUuid(parsed.workflowId, String(c.seq));
     }
-    await this.runner.run(streamId, workflowDecider, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids }, context);
+    await this.runner.run(streamId, workflowDecider, scoped(context, parsed.workflowId, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids }), context);
   }
 
   private async reportTask(context: CommandContext, report: TaskReportInput): Promise<void> {
@@ -250,18 +288,26 @@ export class EngineService {
       await this.runner.run(
         `workflow-${parsed.workflowId}`,
         workflowDecider,
-        outcome.kind === 'ok'
-          ? { type: 'CompleteTask', seq, attemptId: report.attemptId, result: outcome.result }
-          : { type: 'FailTask', seq, attemptId: report.attemptId, error: outcome.error, now },
+        scoped(
+          context,
+          parsed.workflowId,
+          outcome.kind === 'ok'
+            ? { type: 'CompleteTask', seq, attemptId: report.attemptId, result: outcome.result }
+            : { type: 'FailTask', seq, attemptId: report.attemptId, error: outcome.error, now },
+        ),
         context,
       );
     } else if (parsed?.kind === 'task') {
       await this.runner.run(
         `task-${parsed.taskId}`,
         taskDecider,
-        outcome.kind === 'ok'
-          ? { type: 'CompleteTask', attemptId: report.attemptId, result: outcome.result }
-          : { type: 'FailTask', attemptId: report.attemptId, error: outcome.error, now },
+        scoped(
+          context,
+          parsed.taskId,
+          outcome.kind === 'ok'
+            ? { type: 'CompleteTask', attemptId: report.attemptId, result: outcome.result }
+            : { type: 'FailTask', attemptId: report.attemptId, error: outcome.error, now },
+        ),
         context,
       );
     } else {
@@ -283,16 +329,16 @@ export class EngineService {
         const { state } = await this.runner.run(
           `workflow-${parsed.workflowId}`,
           workflowDecider,
-          { type: 'HeartbeatTask', seq: parsed.seq, attemptId, now, leaseMs },
+          scoped(context, parsed.workflowId, { type: 'HeartbeatTask', seq: parsed.seq, attemptId, now, leaseMs }),
           context,
         );
         if (state.status === 'none') return { ref, cancel: true, reason: 'unknown workflow' };
         if (FINAL_STATUSES.has(state.status)) return { ref, cancel: true, reason: `workflow ${state.status}` };
-        const task = state.tasks[parsed.seq];
+        const task = state.tasks.get(parsed.seq);
         return task && holdsAttempt(task.attempt, attemptId) ? { ref, cancel: false, reason: null } : { ref, cancel: true, reason: 'attempt no longer current (lease lapsed)' };
       }
       if (parsed?.kind === 'task') {
-        const { state } = await this.runner.run(`task-${parsed.taskId}`, taskDecider, { type: 'HeartbeatTask', attemptId, now, leaseMs }, context);
+        const { state } = await this.runner.run(`task-${parsed.taskId}`, taskDecider, scoped(context, parsed.taskId, { type: 'HeartbeatTask', attemptId, now, leaseMs }), context);
         return state.status !== 'none' && holdsAttempt(state.attempt, attemptId)
           ? { ref, cancel: false, reason: null }
           : { ref, cancel: true, reason: 'attempt no longer current (lease lapsed)' };
@@ -303,6 +349,21 @@ export class EngineService {
       throw error;
     }
   }
+}
+
+/**
+ * Work of another app or environment is answered exactly like work that does not exist, so a
+ * worker's token reaches only its own apps and learns nothing of others.
+ */
+function inScope(state: { status: string; appId?: string; environment?: string }, scope: { appId: string; environment: string }, id = 'item'): void {
+  if (state.status === 'none' || state.appId !== scope.appId || state.environment !== scope.environment) throw new NotFoundError('work item', id);
+}
+
+function scoped<S extends { status: string; appId?: string; environment?: string }, C>(scope: { appId: string; environment: string }, id: string, command: C): (state: S) => C {
+  return (state) => {
+    inScope(state, scope, id);
+    return command;
+  };
 }
 
 function parseJson(field: string, raw: string): Json {
@@ -329,6 +390,9 @@ export function parseCommands(raw: string | null | undefined): DecisionCommand[]
     }
     if ((c.type === 'ScheduleTask' || c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') && (typeof c.name !== 'string' || !Array.isArray(c.args))) {
       throw new BadUserInputError('decisions.commands', `command ${i} (${c.type}) needs a name and args`);
+    }
+    if (c.type === 'ContinueAsNew' && (!Array.isArray(c.args) || typeof c.at !== 'string' || Number.isNaN(Date.parse(c.at)))) {
+      throw new BadUserInputError('decisions.commands', `command ${i} (ContinueAsNew) needs args and an ISO at`);
     }
     if (c.type === 'StartTimer' && (typeof c.fireAt !== 'string' || Number.isNaN(Date.parse(c.fireAt)))) {
       throw new BadUserInputError('decisions.commands', `command ${i} (StartTimer) needs an ISO fireAt`);

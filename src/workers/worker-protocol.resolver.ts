@@ -1,9 +1,9 @@
-import { Args, Context, Mutation, Resolver } from '@nestjs/graphql';
+import { Args, Context, Mutation, Query, Resolver } from '@nestjs/graphql';
 import type { FastifyRequest } from 'fastify';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
-import { HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
+import { DecisionHistoryInput, HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
 
 /** The worker protocol, on the same endpoint and tokens as the control API. */
 @Resolver()
@@ -38,6 +38,18 @@ export class WorkerProtocolResolver {
   reportWork(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput): Promise<ReportWorkResult> {
     assertScope(principal, input.appId, input.environment);
     return this.engine.report(input);
+  }
+
+  @Query(() => String, {
+    description:
+      "Worker protocol: a claimed decision's whole run history (JSON array of { revision, type, data }), for a worker that no longer holds the run in its cache. Only while the decision is current.",
+  })
+  decisionHistory(
+    @CurrentPrincipal() principal: Principal,
+    @Args('input', { description: 'The worker and the decision it claimed.' }) input: DecisionHistoryInput,
+  ): Promise<string> {
+    assertScope(principal, input.appId, input.environment);
+    return this.engine.decisionHistory(input);
   }
 
   @Mutation(() => [HeartbeatResult], {

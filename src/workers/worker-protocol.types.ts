@@ -118,10 +118,34 @@ export class WorkItem {
   attempt: number | null;
   @Field({ description: 'Arguments as a JSON array (the task\'s, or the workflow\'s).' })
   input: string;
-  @Field(() => String, { nullable: true, description: 'DECISION: the workflow history as a JSON array of { revision, type, data }.' })
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'DECISION: history as a JSON array of { revision, type, data }, from revision `historyFrom` to this decision\'s DecisionStarted. It is the whole current run when `historyFrom` is the run\'s first event; otherwise only what followed the previous decision, which this same worker made (a worker that no longer holds that run fetches it whole with `decisionHistory`).',
+  })
   history: string | null;
+  @Field(() => Int, { nullable: true, description: 'DECISION: revision of the first event in `history`.' })
+  historyFrom: number | null;
+  @Field(() => Int, { nullable: true, description: 'DECISION: revision of the first event of the current run (where a full replay starts).' })
+  runFrom: number | null;
   @Field({ description: 'When the lease ends unless extended by a heartbeat (tasks) or a report.' })
   leaseExpiresAt: Date;
+}
+
+@InputType({ description: 'The decision whose whole run history a worker needs (it does not hold the run any more).' })
+export class DecisionHistoryInput extends AppScopedInput {
+  @Field({ description: 'The worker that claimed the decision.' })
+  @IsString()
+  @MaxLength(200)
+  workerId: string;
+  @Field({ description: 'The `ref` of the DECISION item.' })
+  @IsString()
+  @MaxLength(200)
+  ref: string;
+  @Field(() => ID, { description: 'The decision id of the item.' })
+  @IsString()
+  @MaxLength(100)
+  decisionId: string;
 }
 
 @InputType({ description: 'Why a task attempt failed.' })

@@ -75,7 +75,7 @@ export const ATTEMPT_EVENT_TYPES = [
 
 export type AttemptState =
   /** Waiting for a worker; `readyAt` is when a retry becomes claimable. */
-  | { status: 'pending'; attempts: number; readyAt: number }
+  | { status: 'pending'; attempts: number; readyAt: number; lastAttemptId?: string }
   | {
       status: 'started';
       attempts: number;
@@ -86,8 +86,9 @@ export type AttemptState =
       deadlineAt: number | null;
       retryPolicy: RetryPolicy;
     }
-  | { status: 'completed'; attempts: number; result: Json }
-  | { status: 'failed'; attempts: number; error: TaskError };
+  /** The result itself stays in the stream: state keeps only what deciding needs. */
+  | { status: 'completed'; attempts: number; attemptId: string }
+  | { status: 'failed'; attempts: number; error: TaskError; lastAttemptId?: string };
 
 export const initialAttemptState = (readyAt = 0): AttemptState => ({ status: 'pending', attempts: 0, readyAt });
 
@@ -109,13 +110,13 @@ export function evolveAttempt(state: AttemptState, event: AttemptEvent): Attempt
         ? { ...state, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) }
         : state;
     case 'TaskCompleted':
-      return { status: 'completed', attempts: state.attempts, result: event.data.result };
+      return { status: 'completed', attempts: state.attempts, attemptId: event.data.attemptId };
     case 'TaskAttemptFailed':
       return event.data.retryAt === null
         ? state
-        : { status: 'pending', attempts: event.data.attempt, readyAt: Date.parse(event.data.retryAt) };
+        : { status: 'pending', attempts: event.data.attempt, readyAt: Date.parse(event.data.retryAt), lastAttemptId: event.data.attemptId };
     case 'TaskFailed':
-      return { status: 'failed', attempts: event.data.attempts, error: event.data.error };
+      return { status: 'failed', attempts: event.data.attempts, error: event.data.error, lastAttemptId: state.status === 'started' ? state.attemptId : state.status === 'pending' ? state.lastAttemptId : undefined };
     case 'TaskResultIgnored':
       return state;
   }
@@ -180,6 +181,8 @@ export function decideComplete(
   cmd: { attemptId: string; result: Json },
   seq?: number,
 ): AttemptEvent[] {
+  // The same report again (a worker retrying after a lost answer): already applied, nothing to record.
+  if (state.status === 'completed' && state.attemptId === cmd.attemptId) return [];
   if (!holdsAttempt(state, cmd.attemptId)) {
     return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId: cmd.attemptId, reason: staleReason(state) } }];
   }
@@ -191,6 +194,7 @@ export function decideFail(
   cmd: { attemptId: string; error: TaskError; now: number; reason?: AttemptFailureReason },
   seq?: number,
 ): AttemptEvent[] {
+  if ((state.status === 'pending' || state.status === 'failed') && state.lastAttemptId === cmd.attemptId) return [];
   if (state.status !== 'started' || state.attemptId !== cmd.attemptId) {
     return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId: cmd.attemptId, reason: staleReason(state) } }];
   }

@@ -19,7 +19,9 @@ export type DecisionCommand =
       event?: { name: string; data: Json[] };
     }
   | { type: 'CompleteWorkflow'; result: Json }
-  | { type: 'FailWorkflow'; error: TaskError };
+  | { type: 'FailWorkflow'; error: TaskError }
+  /** Ends this run and starts a fresh one under the same id with `args` (`at` is the decision's time). */
+  | { type: 'ContinueAsNew'; seq: number; args: Json[]; at: string };
 
 export const DECISION_COMMAND_TYPES = [
   'ScheduleTask',
@@ -30,4 +32,5 @@ export const DECISION_COMMAND_TYPES = [
   'ControlWorkflows',
   'CompleteWorkflow',
   'FailWorkflow',
+  'ContinueAsNew',
 ] as const satisfies ReadonlyArray<DecisionCommand['type']>;

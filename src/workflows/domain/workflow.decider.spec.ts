@@ -484,7 +484,7 @@ describe('workflow decider', () => {
       spec.given(scheduled).when(startTask(7, 'a1', 10)).thenThrows(NotFoundError);
     });
 
-    it('complete once, which queues a decision', () => {
+    it('complete once, which queues a decision; the same report again is acknowledged and records nothing', () => {
       spec
         .given(runningTask)
         .when({ type: 'CompleteTask', seq: 0, attemptId: 'a1', result: { sent: true } })
@@ -495,7 +495,11 @@ describe('workflow decider', () => {
       spec
         .given([...runningTask, taskCompleted(0, 'a1')])
         .when({ type: 'CompleteTask', seq: 0, attemptId: 'a1', result: 'again' })
-        .then([{ type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a1', reason: 'the task had already completed' } }]);
+        .then([]);
+      spec
+        .given([...runningTask, taskCompleted(0, 'a1')])
+        .when({ type: 'CompleteTask', seq: 0, attemptId: 'a-other', result: 'late' })
+        .then([{ type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a-other', reason: 'the task had already completed' } }]);
     });
 
     it('ignore the result of a stale attempt (TaskResultIgnored)', () => {

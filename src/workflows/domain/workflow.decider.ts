@@ -1,3 +1,4 @@
+import { Map as IMap } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
 import { BadUserInputError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
@@ -34,6 +35,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
     dispatchedAt: string;
   };
   DecisionStarted: { decisionId: string; workerId: string; version: string; startedAt: string; leaseExpiresAt: string };
+  /** Ends this run and starts the next under the same id, with `input` and an empty history. */
+  WorkflowContinuedAsNew: WorkflowEventData['WorkflowDispatched'] & { run: number; seqBase: number; version: string | null };
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[] };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
   DecisionTimedOut: { decisionId: string };
@@ -56,7 +59,7 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
 }
 
 export type WorkflowEventType = keyof WorkflowEventData;
-export type WorkflowEvent = { [K in WorkflowEventType]: { type: K; data: WorkflowEventData[K] } }[WorkflowEventType];
+export type WorkflowEvent = { [K in WorkflowEventType]: { type: K; data: WorkflowEventData[K]; revision?: bigint } }[WorkflowEventType];
 
 export const WORKFLOW_EVENT_TYPES = [
   'WorkflowDispatched',
@@ -86,6 +89,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'WorkflowTerminated',
   'WorkflowCompleted',
   'WorkflowFailed',
+  'WorkflowContinuedAsNew',
 ] as const satisfies ReadonlyArray<WorkflowEventType>;
 
 export type WorkflowStatus = 'running' | 'paused' | 'completed' | 'failed' | 'terminated';
@@ -112,11 +116,25 @@ export type WorkflowState =
       /** Something happened that the workflow code has not yet seen. */
       needsDecision: boolean;
       decision: { id: string; workerId: string; leaseExpiresAt: number } | null;
+      /** The newest decision started, and where: a worker that holds the run up to there gets only what followed. */
+      lastDecision: { id: string; workerId: string; revision: bigint } | null;
+      /** The decision whose report was applied last (a repeat of that report is acknowledged, not refused). */
+      completedDecisionId: string | null;
       decisionFailures: number;
       decisionRetryAt: number;
-      tasks: Record<number, WorkflowTask>;
-      timers: Record<number, { fireAt: number; status: 'started' | 'fired' | 'canceled' }>;
-      children: Record<number, { childId: string; status: 'started' | 'completed' | 'failed' }>;
+      /** Which run of the workflow (1 + how often it continued as new), and where its history starts. */
+      run: number;
+      runStartRevision: bigint;
+      /** Every call of this run has a sequence number at least this (runs never reuse one). */
+      seqBase: number;
+      input: Json[];
+      /**
+       * Persistent maps: an event changes one entry in O(log n) without copying the others, so
+       * folding a workflow with 10,000 tasks stays linear.
+       */
+      tasks: IMap<number, WorkflowTask>;
+      timers: IMap<number, { fireAt: number; status: 'started' | 'fired' | 'canceled' }>;
+      children: IMap<number, { childId: string; status: 'started' | 'completed' | 'failed' }>;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -147,7 +165,12 @@ export type WorkflowCommand =
       ids: Record<number, string>;
     }
   | { type: 'FailDecision'; decisionId: string; code: string; message: string; historyPosition: number | null; now: number }
-  | { type: 'Tick'; now: number }
+  | {
+      type: 'Tick';
+      now: number;
+      /** What came due; everything when absent. */
+      target?: { kind: 'decision' } | { kind: 'timer'; seq: number } | { kind: 'task'; seq: number };
+    }
   | {
       type: 'StartTask';
       seq: number;
@@ -239,6 +262,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       }
 
       case 'CompleteDecision': {
+        if (state.completedDecisionId === command.decisionId) return [];
         if (state.decision?.id !== command.decisionId) {
           throw new ConflictError('decision is no longer current (its lease lapsed or the workflow ended)');
         }
@@ -249,12 +273,14 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         if (final) return [completed];
         // Each command sees the effect of the ones before it (a timer started and cancelled in one decision).
         const events: WorkflowEvent[] = [completed];
-        let current: WorkflowState = state;
+        let current: WorkflowState = workflowDecider.evolve(state, completed);
         for (const c of command.commands) {
+          if (FINAL_STATUSES.has((current as ExistingWorkflow).status) || current.status === 'none') break;
           for (const event of commandEvents(c, current as ExistingWorkflow, command.ids)) {
             events.push(event);
             current = workflowDecider.evolve(current, event);
           }
+          if (events.at(-1)?.type === 'WorkflowContinuedAsNew') break;
         }
         return events;
       }
@@ -279,16 +305,19 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'Tick': {
         if (final) return [];
         const events: WorkflowEvent[] = [];
-        if (state.decision && state.decision.leaseExpiresAt <= command.now) {
+        const target = command.target;
+        if ((!target || target.kind === 'decision') && state.decision && state.decision.leaseExpiresAt <= command.now) {
           events.push({ type: 'DecisionTimedOut', data: { decisionId: state.decision.id } });
         }
-        for (const [seq, timer] of Object.entries(state.timers)) {
-          if (timer.status === 'started' && timer.fireAt <= command.now) {
-            events.push({ type: 'TimerFired', data: { seq: Number(seq) } });
-          }
+        const timers = target ? (target.kind === 'timer' ? [target.seq] : []) : [...state.timers.keys()];
+        for (const seq of timers) {
+          const timer = state.timers.get(seq);
+          if (timer?.status === 'started' && timer.fireAt <= command.now) events.push({ type: 'TimerFired', data: { seq } });
         }
-        for (const [seq, task] of Object.entries(state.tasks)) {
-          events.push(...withSeq(decideExpiry(task.attempt, command.now, Number(seq))));
+        const tasks = target ? (target.kind === 'task' ? [target.seq] : []) : [...state.tasks.keys()];
+        for (const seq of tasks) {
+          const task = state.tasks.get(seq);
+          if (task) events.push(...withSeq(decideExpiry(task.attempt, command.now, seq)));
         }
         return events;
       }
@@ -310,7 +339,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return [{ type: 'ControlApplied', data: { seq: command.seq, matched: command.matched, changed: command.changed } }];
 
       case 'ResolveChild': {
-        const child = state.children[command.seq];
+        const child = state.children.get(command.seq);
         if (!child || child.childId !== command.childId || child.status !== 'started') return [];
         return command.outcome.ok
           ? [{ type: 'ChildWorkflowCompleted', data: { seq: command.seq, childId: command.childId, result: command.outcome.result } }]
@@ -320,7 +349,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
   },
 
   evolve(state, event) {
-    if (event.type === 'WorkflowDispatched') {
+    if (event.type === 'WorkflowDispatched' || event.type === 'WorkflowContinuedAsNew') {
+      const next = event.type === 'WorkflowContinuedAsNew';
       return {
         status: 'running',
         id: event.data.workflowId,
@@ -329,14 +359,20 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         name: event.data.name,
         tag: event.data.tag,
         parent: event.data.parent,
-        version: null,
+        version: next ? event.data.version : null,
         needsDecision: true,
         decision: null,
+        lastDecision: null,
+        completedDecisionId: null,
         decisionFailures: 0,
         decisionRetryAt: 0,
-        tasks: {},
-        timers: {},
-        children: {},
+        run: next ? event.data.run : 1,
+        runStartRevision: event.revision ?? 0n,
+        seqBase: next ? event.data.seqBase : 0,
+        input: event.data.input,
+        tasks: IMap(),
+        timers: IMap(),
+        children: IMap(),
       };
     }
     if (state.status === 'none') return state;
@@ -347,9 +383,10 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           version: state.version ?? event.data.version,
           needsDecision: false,
           decision: { id: event.data.decisionId, workerId: event.data.workerId, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) },
+          lastDecision: { id: event.data.decisionId, workerId: event.data.workerId, revision: event.revision ?? -1n },
         };
       case 'DecisionCompleted':
-        return { ...state, decision: null, decisionFailures: 0 };
+        return { ...state, decision: null, decisionFailures: 0, completedDecisionId: event.data.decisionId };
       case 'DecisionFailed':
         return {
           ...state,
@@ -361,49 +398,46 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'DecisionTimedOut':
         return { ...state, decision: null, needsDecision: true };
       case 'TaskScheduled':
-        return {
-          ...state,
-          tasks: { ...state.tasks, [event.data.seq]: { name: event.data.name, args: event.data.args, attempt: initialAttemptState() } },
-        };
+        // The arguments stay in the stream (the worker gets them with its claim).
+        return { ...state, tasks: state.tasks.set(event.data.seq, { name: event.data.name, args: event.data.args, attempt: initialAttemptState() }) };
       case 'TaskStarted':
       case 'TaskLeaseExtended':
       case 'TaskAttemptFailed':
-      case 'TaskResultIgnored': {
-        const task = state.tasks[event.data.seq];
-        if (!task) return state;
-        return { ...state, tasks: { ...state.tasks, [event.data.seq]: { ...task, attempt: evolveAttempt(task.attempt, event as AttemptEvent) } } };
-      }
+      case 'TaskResultIgnored':
       case 'TaskCompleted':
       case 'TaskFailed': {
-        const task = state.tasks[event.data.seq];
+        const task = state.tasks.get(event.data.seq);
         if (!task) return state;
+        const attempt = evolveAttempt(task.attempt, event as AttemptEvent);
+        const settled = attempt.status === 'completed' || attempt.status === 'failed';
         return {
           ...state,
-          needsDecision: true,
-          tasks: { ...state.tasks, [event.data.seq]: { ...task, attempt: evolveAttempt(task.attempt, event as AttemptEvent) } },
+          needsDecision: state.needsDecision || event.type === 'TaskCompleted' || event.type === 'TaskFailed',
+          // A settled task keeps no arguments: only what a repeated or late report needs.
+          tasks: state.tasks.set(event.data.seq, { name: task.name, args: settled ? [] : task.args, attempt }),
         };
       }
       case 'TimerStarted':
-        return { ...state, timers: { ...state.timers, [event.data.seq]: { fireAt: Date.parse(event.data.fireAt), status: 'started' } } };
+        return { ...state, timers: state.timers.set(event.data.seq, { fireAt: Date.parse(event.data.fireAt), status: 'started' }) };
       case 'TimerFired':
       case 'TimerCanceled': {
-        const timer = state.timers[event.data.seq];
+        const timer = state.timers.get(event.data.seq);
         if (!timer) return state;
         const fired = event.type === 'TimerFired';
         return {
           ...state,
           needsDecision: state.needsDecision || fired,
-          timers: { ...state.timers, [event.data.seq]: { ...timer, status: fired ? 'fired' : 'canceled' } },
+          timers: state.timers.set(event.data.seq, { ...timer, status: fired ? 'fired' : 'canceled' }),
         };
       }
       case 'ChildWorkflowStarted':
-        return { ...state, children: { ...state.children, [event.data.seq]: { childId: event.data.childId, status: 'started' } } };
+        return { ...state, children: state.children.set(event.data.seq, { childId: event.data.childId, status: 'started' }) };
       case 'ChildWorkflowCompleted':
       case 'ChildWorkflowFailed': {
-        const child = state.children[event.data.seq];
+        const child = state.children.get(event.data.seq);
         if (!child) return state;
         const status = event.type === 'ChildWorkflowCompleted' ? 'completed' : 'failed';
-        return { ...state, needsDecision: true, children: { ...state.children, [event.data.seq]: { ...child, status } } };
+        return { ...state, needsDecision: true, children: state.children.set(event.data.seq, { ...child, status }) };
       }
       case 'WorkflowEventReceived':
         return { ...state, needsDecision: true };
@@ -417,26 +451,33 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, status: 'completed', needsDecision: false };
       case 'WorkflowFailed':
         return { ...state, status: 'failed', needsDecision: false };
-      case 'TaskDispatchRequested':
-      case 'ControlRequested':
-      case 'ControlApplied':
+      default:
+        // TaskDispatchRequested, ControlRequested, ControlApplied change nothing here; a type this
+        // version does not know (a newer Baton wrote it) is skipped, never fatal.
         return state;
     }
   },
 };
 
+/** After `WorkflowContinuedAsNew` the state depends on nothing earlier: cold loads start there. */
+export const WORKFLOW_RESET_TYPES: ReadonlySet<string> = new Set(['WorkflowContinuedAsNew']);
+Object.assign(workflowDecider, { resetTypes: WORKFLOW_RESET_TYPES });
+
 function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: Record<number, string>): WorkflowEvent[] {
+  if ('seq' in command && command.seq < state.seqBase) {
+    throw new BadUserInputError('commands', `call ${command.seq} belongs to an earlier run (this run numbers its calls from ${state.seqBase})`);
+  }
   switch (command.type) {
     case 'ScheduleTask':
-      if (state.tasks[command.seq]) return [];
+      if (state.tasks.has(command.seq)) return [];
       return [{ type: 'TaskScheduled', data: { seq: command.seq, name: command.name, args: command.args } }];
     case 'StartTimer':
-      if (state.timers[command.seq]) return [];
+      if (state.timers.has(command.seq)) return [];
       return [{ type: 'TimerStarted', data: { seq: command.seq, fireAt: command.fireAt } }];
     case 'CancelTimer':
-      return state.timers[command.seq]?.status === 'started' ? [{ type: 'TimerCanceled', data: { seq: command.seq } }] : [];
+      return state.timers.get(command.seq)?.status === 'started' ? [{ type: 'TimerCanceled', data: { seq: command.seq } }] : [];
     case 'StartChildWorkflow':
-      if (state.children[command.seq]) return [];
+      if (state.children.has(command.seq)) return [];
       return [
         {
           type: 'ChildWorkflowStarted',
@@ -456,6 +497,28 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
       return [{ type: 'WorkflowCompleted', data: { result: command.result } }];
     case 'FailWorkflow':
       return [{ type: 'WorkflowFailed', data: { error: command.error } }];
+    case 'ContinueAsNew': {
+      const seqs = [...state.tasks.keys(), ...state.timers.keys(), ...state.children.keys()];
+      return [
+        {
+          type: 'WorkflowContinuedAsNew',
+          data: {
+            workflowId: state.id,
+            appId: state.appId,
+            environment: state.environment,
+            name: state.name,
+            tag: state.tag,
+            input: command.args,
+            parent: state.parent,
+            scheduleId: null,
+            dispatchedAt: command.at,
+            run: state.run + 1,
+            seqBase: Math.max(state.seqBase, command.seq + 1, ...seqs.map((n) => n + 1)),
+            version: state.version,
+          },
+        },
+      ];
+    }
   }
 }
 
@@ -466,7 +529,7 @@ function idFor(ids: Record<number, string>, seq: number): string {
 }
 
 function taskOf(state: ExistingWorkflow, seq: number): WorkflowTask {
-  const task = state.tasks[seq];
+  const task = state.tasks.get(seq);
   if (!task) throw new NotFoundError('task call', `#${seq}`);
   return task;
 }
@@ -477,34 +540,53 @@ export function decisionClaimable(state: WorkflowState, now: number): boolean {
   return state.status === 'running' && state.needsDecision && state.decision === null && state.decisionRetryAt <= now;
 }
 
-/** Sequence numbers of this workflow's tasks that a worker may claim now. */
+/** True when the task of call `seq` may be claimed by a worker now. */
+export function taskClaimable(state: WorkflowState, seq: number, now: number): boolean {
+  if (state.status !== 'running') return false;
+  const attempt = state.tasks.get(seq)?.attempt;
+  return attempt !== undefined && attempt.status === 'pending' && attempt.readyAt <= now;
+}
+
+/** When the clock must next act on the task of call `seq`: its lease, or its retry becoming claimable. */
+export function taskDueAt(state: WorkflowState, seq: number, now: number): number | undefined {
+  if (state.status === 'none' || FINAL_STATUSES.has(state.status)) return undefined;
+  const attempt = state.tasks.get(seq)?.attempt;
+  if (!attempt) return undefined;
+  if (attempt.status === 'pending') return attempt.readyAt > now ? attempt.readyAt : undefined;
+  return attemptDueAt(attempt);
+}
+
+/** When the timer of call `seq` fires, while it is still started. */
+export function timerDueAt(state: WorkflowState, seq: number): number | undefined {
+  if (state.status === 'none' || FINAL_STATUSES.has(state.status)) return undefined;
+  const timer = state.timers.get(seq);
+  return timer?.status === 'started' ? timer.fireAt : undefined;
+}
+
+/** When the clock must next act on the workflow's decision: its lease, or the end of a failed decision's backoff. */
+export function decisionDueAt(state: WorkflowState, now: number): number | undefined {
+  if (state.status === 'none' || FINAL_STATUSES.has(state.status)) return undefined;
+  if (state.decision) return state.decision.leaseExpiresAt;
+  if (state.needsDecision && state.decisionRetryAt > now) return state.decisionRetryAt;
+  return undefined;
+}
+
+/** Sequence numbers of this workflow's tasks that a worker may claim now (all of them: O(tasks)). */
 export function claimableTasks(state: WorkflowState, now: number): number[] {
-  if (state.status !== 'running') return [];
-  const seqs: number[] = [];
-  for (const [seq, task] of Object.entries(state.tasks)) {
-    if (task.attempt.status === 'pending' && task.attempt.readyAt <= now) seqs.push(Number(seq));
-  }
-  return seqs;
+  if (state.status === 'none') return [];
+  return [...state.tasks.keys()].filter((seq) => taskClaimable(state, seq, now));
 }
 
 /**
- * The next moment the clock must act on this workflow: a timer to fire, a lease to expire,
- * a retry or a failed decision to become claimable (readiness only while still ahead of `now`).
- * Undefined when nothing waits on time.
+ * The next moment the clock must act on this workflow, over all of its items (O(items); the
+ * engine indexes each item on its own instead). Undefined when nothing waits on time.
  */
 export function nextDueAt(state: WorkflowState, now: number): number | undefined {
-  if (state.status === 'none' || FINAL_STATUSES.has(state.status)) return undefined;
-  let due: number | undefined;
-  const consider = (t: number | undefined) => {
-    if (t !== undefined && (due === undefined || t < due)) due = t;
-  };
-  consider(state.decision?.leaseExpiresAt);
-  if (state.needsDecision && state.decision === null && state.decisionRetryAt > now) consider(state.decisionRetryAt);
-  for (const timer of Object.values(state.timers)) if (timer.status === 'started') consider(timer.fireAt);
-  for (const task of Object.values(state.tasks)) {
-    consider(attemptDueAt(task.attempt));
-    if (task.attempt.status === 'pending' && task.attempt.readyAt > now) consider(task.attempt.readyAt);
-  }
-  return due;
+  if (state.status === 'none') return undefined;
+  const times = [
+    decisionDueAt(state, now),
+    ...[...state.timers.keys()].map((seq) => timerDueAt(state, seq)),
+    ...[...state.tasks.keys()].map((seq) => taskDueAt(state, seq, now)),
+  ].filter((t): t is number => t !== undefined);
+  return times.length > 0 ? Math.min(...times) : undefined;
 }
-

@@ -1,0 +1,310 @@
+import { Decider, DomainEvent } from '../shared/decider.js';
+import { uuidv7 } from '../shared/ids.js';
+import {
+  type EventStore,
+  EventMetadata,
+  ExpectedRevision,
+  NewEvent,
+  RecordedEvent,
+  WrongExpectedRevisionError,
+} from './event-store.port.js';
+
+/** Who asked, and when: becomes the events' metadata. */
+export interface CommandContext {
+  actor: string;
+  appId: string;
+  environment: string;
+  correlationId: string;
+  causationId?: string;
+}
+
+export interface RunResult<E, S> {
+  /** What this command decided (empty when it changed nothing). */
+  events: E[];
+  /** State after this command's events (and those of the commands decided before it in its batch). */
+  state: S;
+  /** State this command was decided on. */
+  before: S;
+  /** Global position of the append that carried the events, when there were any. */
+  position: bigint | undefined;
+  /** Position of the newest event the state reflects (appended or read); undefined for an empty stream. */
+  seenPosition: bigint | undefined;
+}
+
+export interface QueueOptions {
+  /** Deterministic ids for the appended events (for idempotent retries of the same work). */
+  eventId?: (event: DomainEvent, index: number) => string;
+}
+
+/**
+ * A decider whose state can restart from one event: `resetTypes` are events after which the
+ * state no longer depends on what came before (`WorkflowContinuedAsNew`). A cold load then reads
+ * the stream backwards only as far as the newest of them.
+ */
+export interface ResettableDecider<C, E extends DomainEvent, S> extends Decider<C, E, S> {
+  resetTypes?: ReadonlySet<string>;
+}
+
+interface Entry {
+  decider: Decider<any, any, any>;
+  state: unknown;
+  revision: ExpectedRevision;
+  seenPosition: bigint | undefined;
+}
+
+interface Job {
+  decider: Decider<any, any, any>;
+  command: unknown;
+  context: CommandContext;
+  options: QueueOptions;
+  resolve: (result: RunResult<any, any>) => void;
+  reject: (error: unknown) => void;
+}
+
+export interface StreamQueueStats {
+  cached: number;
+  hits: number;
+  loads: number;
+  appends: number;
+  commands: number;
+  conflicts: number;
+  refreshes: number;
+}
+
+const MAX_BATCH = 256;
+const MAX_CONFLICT_ROUNDS = 100;
+const LOAD_PAGE = 512;
+
+/**
+ * The write path of every stream (DESIGN.md §2): commands to one stream wait in one queue while
+ * an append to it is in flight, then are decided together, in order, over the cached
+ * `(state, revision)`, and all their events go in one append with that revision as the expected
+ * one. The cost of a command therefore does not depend on the length of its stream.
+ *
+ * The cache is a bounded LRU. When another instance wrote (a revision conflict), or a command is
+ * refused on state that may be stale, only the events after the cached revision are read and
+ * folded, then the batch is decided again. Events of types the `prepare` hook does not know are
+ * skipped (a newer Baton wrote them); their revision still counts.
+ */
+export class StreamQueues {
+  private readonly entries = new Map<string, Entry>();
+  private readonly queues = new Map<string, Job[]>();
+  private readonly stats: StreamQueueStats = { cached: 0, hits: 0, loads: 0, appends: 0, commands: 0, conflicts: 0, refreshes: 0 };
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly options: {
+      /** Most streams whose state is kept. */
+      capacity?: number;
+      /** Upcasts an event read back; null skips it (unknown type). */
+      prepare?: (event: RecordedEvent) => RecordedEvent | null;
+      /** Wall-clock time for the events' `at` metadata. */
+      now?: () => number;
+      /** Maps store errors (e.g. unavailability) to the caller's taxonomy. */
+      mapError?: (error: unknown) => unknown;
+    } = {},
+  ) {}
+
+  /** Decides `command` on the stream's current state and appends what it decided. */
+  run<C, E extends DomainEvent, S>(
+    streamId: string,
+    decider: Decider<C, E, S>,
+    command: C | ((state: S) => C),
+    context: CommandContext,
+    options: QueueOptions = {},
+  ): Promise<RunResult<E, S>> {
+    return new Promise((resolve, reject) => {
+      const job: Job = { decider, command, context, options, resolve, reject };
+      const queue = this.queues.get(streamId);
+      if (queue) {
+        queue.push(job);
+        return;
+      }
+      this.queues.set(streamId, [job]);
+      void this.drain(streamId);
+    });
+  }
+
+  /** Forgets the cached state of a stream (the next command reads it again). */
+  forget(streamId: string): void {
+    this.entries.delete(streamId);
+  }
+
+  /** The cached state of a stream, if this instance holds it (for diagnostics and tests). */
+  peek(streamId: string): { state: unknown; revision: ExpectedRevision } | undefined {
+    const entry = this.entries.get(streamId);
+    return entry && { state: entry.state, revision: entry.revision };
+  }
+
+  get statistics(): StreamQueueStats {
+    return { ...this.stats, cached: this.entries.size };
+  }
+
+  private async drain(streamId: string): Promise<void> {
+    const queue = this.queues.get(streamId)!;
+    try {
+      while (queue.length > 0) {
+        const batch = takeBatch(queue);
+        try {
+          await this.runBatch(streamId, batch);
+        } catch (error) {
+          this.entries.delete(streamId);
+          const mapped = this.options.mapError?.(error) ?? error;
+          for (const job of batch) job.reject(mapped);
+        }
+      }
+    } finally {
+      this.queues.delete(streamId);
+      this.evict();
+    }
+  }
+
+  private async runBatch(streamId: string, batch: Job[]): Promise<void> {
+    const decider = batch[0].decider;
+    let entry = await this.entry(streamId, decider);
+    let refreshed = false;
+    for (let round = 0; ; round++) {
+      const now = this.options.now?.() ?? Date.now();
+      let state = entry.state;
+      let revision = entry.revision;
+      const outcomes: Array<{ job: Job; events: DomainEvent[]; before: unknown; after: unknown } | { job: Job; error: unknown }> = [];
+      const toAppend: NewEvent[] = [];
+      for (const job of batch) {
+        const before = state;
+        let events: DomainEvent[];
+        try {
+          const command = typeof job.command === 'function' ? (job.command as (s: unknown) => unknown)(state) : job.command;
+          events = job.decider.decide(command, state);
+        } catch (error) {
+          outcomes.push({ job, error });
+          continue;
+        }
+        const metadata: EventMetadata = {
+          ...job.context,
+          causationId: job.context.causationId ?? job.context.correlationId,
+          at: new Date(now).toISOString(),
+        };
+        events.forEach((event, i) => {
+          revision = nextRevision(revision);
+          state = job.decider.evolve(state, { ...event, revision });
+          toAppend.push({ id: job.options.eventId?.(event, i) ?? uuidv7(now), type: event.type, data: event.data, metadata });
+        });
+        outcomes.push({ job, events, before, after: state });
+      }
+      // A refusal may come from state another instance has moved on since: look once before refusing.
+      if (!refreshed && outcomes.some((o) => 'error' in o) && entry.revision !== 'no_stream') {
+        refreshed = true;
+        this.stats.refreshes++;
+        if (await this.catchUp(streamId, entry)) continue;
+      }
+      let position: bigint | undefined;
+      if (toAppend.length > 0) {
+        try {
+          const result = await this.store.append(streamId, toAppend, entry.revision);
+          this.stats.appends++;
+          position = result.position;
+          entry.state = state;
+          entry.revision = result.nextExpectedRevision;
+          entry.seenPosition = result.position;
+        } catch (error) {
+          if (error instanceof WrongExpectedRevisionError && round < MAX_CONFLICT_ROUNDS) {
+            this.stats.conflicts++;
+            refreshed = true;
+            await this.catchUp(streamId, entry);
+            continue;
+          }
+          throw error;
+        }
+      }
+      this.stats.commands += batch.length;
+      for (const outcome of outcomes) {
+        if ('error' in outcome) outcome.job.reject(outcome.error);
+        else {
+          outcome.job.resolve({
+            events: outcome.events,
+            state: outcome.after,
+            before: outcome.before,
+            position: outcome.events.length > 0 ? position : undefined,
+            seenPosition: entry.seenPosition,
+          });
+        }
+      }
+      return;
+    }
+  }
+
+  /** The cached entry, or the stream folded from the store (from its newest reset event). */
+  private async entry(streamId: string, decider: Decider<any, any, any>): Promise<Entry> {
+    const cached = this.entries.get(streamId);
+    if (cached && cached.decider === decider) {
+      this.stats.hits++;
+      this.entries.delete(streamId);
+      this.entries.set(streamId, cached);
+      return cached;
+    }
+    this.stats.loads++;
+    const events = await this.readRun(streamId, (decider as ResettableDecider<any, any, any>).resetTypes);
+    const entry: Entry = { decider, state: decider.initialState(), revision: 'no_stream', seenPosition: undefined };
+    this.fold(entry, events);
+    this.entries.set(streamId, entry);
+    return entry;
+  }
+
+  /** Reads and folds the events after the cached revision; true when there were any. */
+  private async catchUp(streamId: string, entry: Entry): Promise<boolean> {
+    const from = entry.revision === 'no_stream' ? 0n : (entry.revision as bigint) + 1n;
+    const events = await this.store.readStream(streamId, { fromRevision: from });
+    this.fold(entry, events);
+    return events.length > 0;
+  }
+
+  private fold(entry: Entry, events: RecordedEvent[]): void {
+    for (const recorded of events) {
+      const event = this.options.prepare ? this.options.prepare(recorded) : recorded;
+      if (event) entry.state = entry.decider.evolve(entry.state, { type: event.type, data: event.data, revision: recorded.revision });
+      entry.revision = recorded.revision;
+      entry.seenPosition = recorded.position;
+    }
+  }
+
+  /** The stream from its newest reset event on (all of it when the decider has none). */
+  private async readRun(streamId: string, resetTypes: ReadonlySet<string> | undefined): Promise<RecordedEvent[]> {
+    if (!resetTypes || resetTypes.size === 0) return this.store.readStream(streamId);
+    const pages: RecordedEvent[][] = [];
+    let from: bigint | undefined;
+    for (;;) {
+      const page = await this.store.readStream(streamId, { direction: 'backwards', fromRevision: from, maxCount: LOAD_PAGE });
+      if (page.length === 0) break;
+      const reset = page.findIndex((e) => resetTypes.has(e.type));
+      if (reset >= 0) {
+        pages.push(page.slice(0, reset + 1));
+        break;
+      }
+      pages.push(page);
+      const last = page[page.length - 1].revision;
+      if (last === 0n || page.length < LOAD_PAGE) break;
+      from = last - 1n;
+    }
+    return pages.flat().reverse();
+  }
+
+  private evict(): void {
+    const capacity = this.options.capacity ?? 10_000;
+    if (this.entries.size <= capacity) return;
+    for (const key of this.entries.keys()) {
+      if (this.entries.size <= capacity) break;
+      if (!this.queues.has(key)) this.entries.delete(key);
+    }
+  }
+}
+
+/** Commands of one decider, in arrival order, up to the batch size (another decider waits its turn). */
+function takeBatch(queue: Job[]): Job[] {
+  let n = 1;
+  while (n < queue.length && n < MAX_BATCH && queue[n].decider === queue[0].decider) n++;
+  return queue.splice(0, n);
+}
+
+function nextRevision(revision: ExpectedRevision): bigint {
+  return revision === 'no_stream' ? 0n : (revision as bigint) + 1n;
+}
