@@ -26,6 +26,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       env: { type: 'string', default: process.env.BATON_ENVIRONMENT },
       concurrency: { type: 'string', default: process.env.BATON_CONCURRENCY ?? '10' },
       'heartbeat-ms': { type: 'string', default: process.env.BATON_HEARTBEAT_MS ?? '5000' },
+      'max-cached-workflows': { type: 'string', default: process.env.BATON_MAX_CACHED_WORKFLOWS ?? '1000' },
     },
   });
   const [modulePath] = positionals;
@@ -43,6 +44,7 @@ export async function workerCommand(args: string[]): Promise<number> {
     workflows,
     concurrency: Number(values.concurrency),
     heartbeatIntervalMs: Number(values['heartbeat-ms']),
+    maxCachedWorkflows: Number(values['max-cached-workflows']),
   });
   const stop = () => void worker.shutdown();
   process.once('SIGINT', stop);

@@ -73,12 +73,17 @@ export class Engine {
     return summary;
   }
 
+  /** The whole history, page by page. */
   async history(id: string): Promise<HistoryEntry[]> {
-    const data = await this.client.request<{ workflowHistory: Array<{ revision: number; type: string; data: string; metadata: string; recordedAt: string }> }>(
-      'query($appId: String!, $environment: String!, $id: ID!) { workflowHistory(appId: $appId, environment: $environment, id: $id) { revision type data metadata recordedAt } }',
-      { appId: APP, environment: this.environment, id },
-    );
-    return data.workflowHistory.map((e) => ({ ...e, data: JSON.parse(e.data), metadata: JSON.parse(e.metadata) }));
+    const all: HistoryEntry[] = [];
+    for (;;) {
+      const data = await this.client.request<{ workflowHistory: Array<{ revision: number; type: string; data: string; metadata: string; recordedAt: string }> }>(
+        'query($appId: String!, $environment: String!, $id: ID!, $from: Int) { workflowHistory(appId: $appId, environment: $environment, id: $id, fromRevision: $from, first: 1000) { revision type data metadata recordedAt } }',
+        { appId: APP, environment: this.environment, id, from: all.length },
+      );
+      all.push(...data.workflowHistory.map((e) => ({ ...e, data: JSON.parse(e.data), metadata: JSON.parse(e.metadata) })));
+      if (data.workflowHistory.length < 1000) return all;
+    }
   }
 
   /** Waits until the workflow is in `state` (default COMPLETED) and returns it, with `output` parsed. */
