@@ -191,8 +191,10 @@ export class StreamQueues {
         });
         outcomes.push({ job, events, before, after: state });
       }
-      // A refusal may come from state another instance has moved on since: look once before refusing.
-      if (!refreshed && outcomes.some((o) => 'error' in o) && entry.revision !== 'no_stream') {
+      // A refusal, or a command that changes nothing, may come from state another instance has
+      // moved on since: look once (one read of what follows the cached revision) before answering.
+      // Commands that append need no look: the append's expected revision checks them.
+      if (!refreshed && entry.revision !== 'no_stream' && outcomes.some((o) => 'error' in o || o.events.length === 0)) {
         refreshed = true;
         this.stats.refreshes++;
         if (await this.catchUp(streamId, entry)) continue;

@@ -1,0 +1,140 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { scheduleDecider } from '../schedules/domain/schedule.decider.js';
+import { ConflictError } from '../shared/errors.js';
+import { workflowDecider } from '../workflows/domain/workflow.decider.js';
+import type { EventStore, ReadStreamOptions, RecordedEvent } from './event-store.port.js';
+import { SqliteEventStore } from './sqlite/sqlite-event-store.js';
+import { StreamQueues } from './stream-queues.js';
+
+const context = { actor: 'test', appId: 'demo', environment: 'test', correlationId: 'c' };
+
+/** The real SQLite store, counting the events every read returns and the appends. */
+function countingStore(): { store: EventStore; read: () => number; appends: () => number; close: () => Promise<void> } {
+  const inner = new SqliteEventStore(join(mkdtempSync(join(tmpdir(), 'baton-queues-')), 'q.db'));
+  let read = 0;
+  let appends = 0;
+  const store = Object.create(inner) as EventStore;
+  store.readStream = async (streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> => {
+    const events = await inner.readStream(streamId, options);
+    read += events.length;
+    return events;
+  };
+  store.append = (...args: Parameters<EventStore['append']>) => {
+    appends++;
+    return inner.append(...args);
+  };
+  return { store, read: () => read, appends: () => appends, close: () => inner.close() };
+}
+
+let close: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await close?.();
+  close = undefined;
+});
+
+const dispatch = (now: number) => ({
+  type: 'DispatchWorkflow' as const,
+  workflowId: '0190c4f4-0000-7000-8000-000000000001',
+  appId: 'demo',
+  environment: 'test',
+  name: 'W',
+  tag: null,
+  input: [],
+  now,
+});
+
+describe('StreamQueues', () => {
+  it('decides commands that arrive together in one append, in order, each with its own outcome', async () => {
+    const counting = countingStore();
+    close = counting.close;
+    const queues = new StreamQueues(counting.store);
+    await queues.run('workflow-a', workflowDecider, dispatch(0), context);
+    const before = counting.appends();
+    const results = await Promise.allSettled([
+      queues.run('workflow-a', workflowDecider, { type: 'PauseWorkflow' }, context),
+      queues.run('workflow-a', workflowDecider, { type: 'PauseWorkflow' }, context),
+      queues.run('workflow-a', workflowDecider, { type: 'StartDecision', decisionId: 'd', workerId: 'w', workflows: ['W'], now: 0, leaseMs: 1 }, context),
+      queues.run('workflow-a', workflowDecider, { type: 'ResumeWorkflow' }, context),
+    ]);
+    // The first command started an append alone; the three that waited for it went in one more.
+    expect(counting.appends() - before).toBeLessThanOrEqual(2);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.events.map((e) => e.type) : (r.reason as Error).constructor.name))).toEqual([
+      ['WorkflowPaused'],
+      [],
+      'ConflictError',
+      ['WorkflowResumed'],
+    ]);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+    const stored = await counting.store.readStream('workflow-a');
+    expect(stored.map((e) => e.type)).toEqual(['WorkflowDispatched', 'WorkflowPaused', 'WorkflowResumed']);
+  });
+
+  it('reads only what another writer appended after its cached revision, then decides again', async () => {
+    const counting = countingStore();
+    close = counting.close;
+    const queues = new StreamQueues(counting.store);
+    const other = new StreamQueues(counting.store);
+    await queues.run('workflow-b', workflowDecider, dispatch(0), context);
+    for (let i = 0; i < 50; i++) await queues.run('workflow-b', workflowDecider, { type: 'DeliverEvent', name: 'e', data: [i] }, context);
+    await other.run('workflow-b', workflowDecider, { type: 'PauseWorkflow' }, context);
+    const read = counting.read();
+    const result = await queues.run('workflow-b', workflowDecider, { type: 'ResumeWorkflow' }, context);
+    expect(result.events.map((e) => e.type)).toEqual(['WorkflowResumed']);
+    // One read, of the one event the other writer appended.
+    expect(counting.read() - read).toBe(1);
+  });
+
+  it('fires a schedule every five minutes of a simulated week at a flat cost: no re-read of its history', async () => {
+    const counting = countingStore();
+    close = counting.close;
+    const queues = new StreamQueues(counting.store);
+    const start = Date.parse('2026-01-05T00:00:00Z');
+    await queues.run(
+      'schedule-s',
+      scheduleDecider,
+      {
+        type: 'CreateSchedule',
+        scheduleId: 's',
+        appId: 'demo',
+        environment: 'test',
+        kind: 'workflow',
+        name: 'W',
+        input: [],
+        tag: null,
+        cron: '*/5 * * * *',
+        timezone: null,
+        overlapPolicy: 'allow',
+        catchUpWindowMs: 60_000,
+        now: start,
+      } as never,
+      context,
+    );
+    const costs: Array<{ read: number; appended: number }> = [];
+    const firings = (7 * 24 * 60) / 5;
+    for (let m = 1; m <= firings; m++) {
+      const read = counting.read();
+      const result = await queues.run('schedule-s', scheduleDecider, { type: 'FireDue', now: start + m * 300_000, previousRunning: false }, context);
+      costs.push({ read: counting.read() - read, appended: result.events.length });
+    }
+    const firstDay = costs.slice(0, 500);
+    const lastDay = costs.slice(-500);
+    expect(firstDay.every((c) => c.read === 0 && c.appended === 1)).toBe(true);
+    expect(lastDay.every((c) => c.read === 0 && c.appended === 1)).toBe(true);
+    expect(queues.statistics.loads).toBe(1);
+  }, 120_000);
+
+  it('skips events of a type it does not know when it loads a stream', async () => {
+    const counting = countingStore();
+    close = counting.close;
+    await counting.store.append('workflow-c', [{ id: crypto.randomUUID(), type: 'WorkflowDispatched', data: { ...dispatch(0), dispatchedAt: new Date(0).toISOString(), parent: null, scheduleId: null } }], 'no_stream');
+    await counting.store.append('workflow-c', [{ id: crypto.randomUUID(), type: 'FromTheFuture', data: {} }], 0n);
+    const known = new Set(['WorkflowDispatched', 'WorkflowPaused']);
+    const queues = new StreamQueues(counting.store, { prepare: (e) => (known.has(e.type) ? e : null) });
+    const result = await queues.run('workflow-c', workflowDecider, { type: 'PauseWorkflow' }, context);
+    expect(result.events.map((e) => e.type)).toEqual(['WorkflowPaused']);
+    expect((await counting.store.readStream('workflow-c')).map((e) => e.revision)).toEqual([0n, 1n, 2n]);
+  });
+});
