@@ -13,11 +13,12 @@ import { fmt, spread } from './lib/util.mjs';
 import { apiDispatch } from './scenarios/api.mjs';
 import { e2eBaton } from './scenarios/e2e-baton.mjs';
 import { fanout } from './scenarios/fanout.mjs';
+import { large } from './scenarios/large.mjs';
 import { dbosPeer, ensurePeersInstalled, restatePeer } from './scenarios/peers.mjs';
 import { recovery } from './scenarios/recovery.mjs';
 import { storeBaseline } from './scenarios/store-baseline.mjs';
 
-const SCENARIOS = ['baseline', 'api', 'e2e', 'fanout', 'recovery'];
+const SCENARIOS = ['baseline', 'api', 'e2e', 'fanout', 'recovery', 'large'];
 
 const PROFILES = {
   quick: {
@@ -26,6 +27,7 @@ const PROFILES = {
     api: { runs: 3, seconds: 3, warmupSeconds: 1 },
     e2e: { fixedRate: 20, fixedSeconds: 5, fullCount: 600, fullRuns: 3 },
     fanout: { waiters: 1000, runs: 2 },
+    large: { tasks: 2000 },
     recovery: { events: 100_000, restartRuns: 3, waitingWorkflows: 20_000, liveFallbackWorkflows: 2_000 },
     peers: { fixedRate: 20, fixedSeconds: 5, fullCount: 600, fullRuns: 3, deadlineMinutes: 6 },
   },
@@ -35,6 +37,7 @@ const PROFILES = {
     api: { runs: 5, seconds: 10, warmupSeconds: 3 },
     e2e: { fixedRate: 20, fixedSeconds: 30, fullCount: 3000, fullRuns: 5 },
     fanout: { waiters: 10_000, runs: 3 },
+    large: { tasks: 10_000 },
     recovery: { events: 1_000_000, restartRuns: 3, waitingWorkflows: 100_000, liveFallbackWorkflows: 20_000 },
     peers: { fixedRate: 20, fixedSeconds: 30, fullCount: 3000, fullRuns: 5, deadlineMinutes: 12 },
   },
@@ -144,6 +147,13 @@ function tableRows(r) {
       raw ? `${fmt.ratio(f.eventsPerSec.median / raw)} (events/s ÷ appends/s)` : '',
     );
     add('3 fan-out', 'sendEventToWorkflows by name, answer ms', spread(f.mutationMs), `matched ${fmt.int(f.runs[0]?.matched)}`);
+  }
+
+  if (r.large?.error) add('5 large', 'failed', r.large.error.slice(0, 80));
+  else if (r.large) {
+    const l = r.large;
+    add('5 large', `${fmt.int(l.tasks)} sequential tasks, s`, fmt.num(l.sequential.seconds, 1), `${fmt.int(l.sequential.tasksPerSec)} tasks/s`, `last ${fmt.int(l.block)} ÷ first ${fmt.int(l.block)} per task: ${fmt.ratio(l.sequential.lastOverFirst)}`);
+    add('5 large', `${fmt.int(l.tasks)} parallel tasks, s`, fmt.num(l.parallel.seconds, 1), `${fmt.int(l.parallel.tasksPerSec)} tasks/s`);
   }
 
   if (r.recovery?.error) add('4 recovery', 'failed', r.recovery.error.slice(0, 80));
@@ -266,6 +276,7 @@ async function main() {
     }
   }
   if (only.includes('fanout')) await step('fanout', '3. Fan-out: one sendEventToWorkflows to every waiting workflow', () => fanout({ ...profile.fanout, log }));
+  if (only.includes('large')) await step('large', '5. Large workflows: N sequential and N parallel no-op tasks in one workflow, one worker', () => large({ ...profile.large, log }));
   if (only.includes('recovery')) await step('recovery', '4. Recovery and memory', () => recovery({ ...profile.recovery, log }));
 
   if (results.recovery && !results.recovery.error && !results.recovery.readModelsComplete) {

@@ -41,3 +41,18 @@ export const benchWaiter = defineWorkflow('BenchWaiter', async (ctx) => {
   await ctx.waitForEvent('go');
   return null;
 });
+
+/** Scenario 5 (large): a no-op task. */
+export const benchTick = defineTask('benchTick', () => null);
+
+/** Scenario 5: `n` no-op tasks one after another in one workflow. */
+export const benchSequential = defineWorkflow('BenchSequential', async (ctx, n) => {
+  for (let i = 0; i < n; i++) await ctx.run(benchTick);
+  return n;
+});
+
+/** Scenario 5: `n` no-op tasks at once in one workflow. */
+export const benchParallel = defineWorkflow('BenchParallel', async (ctx, n) => {
+  await Promise.all(Array.from({ length: n }, () => ctx.run(benchTick)));
+  return n;
+});
