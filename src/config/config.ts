@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 /**
  * Baton's configuration: environment variables only, validated once at start-up. A bad value
  * stops the service with a message that names the variable and what it accepts.
@@ -27,6 +28,8 @@ export interface BatonConfig {
   scheduleCatchUpMs: number;
   /** Create a token for app `demo` on a store that has none. */
   bootstrapToken: boolean;
+  /** SQLite file of the durable read models: the store's own file for the embedded store, one per instance next to EventStoreDB. */
+  readModelPath: string;
 }
 
 export class ConfigError extends Error {
@@ -94,9 +97,20 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
+    readModelPath: readModelPath(eventStoreUrl, env),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Where the durable read models live for a store URL (see `ReadModelDb`). */
+export function readModelPath(eventStoreUrl: string, env: Record<string, string | undefined> = process.env): string {
+  const explicit = env.READ_MODEL_PATH?.trim();
+  if (explicit) return explicit;
+  if (eventStoreUrl.startsWith('sqlite:')) {
+    return eventStoreUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || './data/baton.db';
+  }
+  return `./data/read-models-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}.db`;
 }
 
 export const BATON_CONFIG = Symbol('BATON_CONFIG');

@@ -47,7 +47,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   TaskDispatchRequested: { seq: number; taskId: string; name: string; args: Json[] };
   ControlRequested: { seq: number; selector: Selector; action: string; event: { name: string; data: Json[] } | null };
   ControlApplied: { seq: number; matched: number; changed: number };
-  WorkflowEventReceived: { name: string; data: Json[] };
+  /** `causeId`: the effect that delivered it (a workflow's `select().send`), so a repeat is recognised. */
+  WorkflowEventReceived: { name: string; data: Json[]; causeId?: string };
   WorkflowPaused: Record<string, never>;
   WorkflowResumed: Record<string, never>;
   WorkflowTerminated: { reason: string | null };
@@ -117,6 +118,10 @@ export type WorkflowState =
       tasks: Record<number, WorkflowTask>;
       timers: Record<number, { fireAt: number; status: 'started' | 'fired' | 'canceled' }>;
       children: Record<number, { childId: string; status: 'started' | 'completed' | 'failed' }>;
+      /** Causes of cross-stream effects already applied here (see DeliverEvent's `causeId`). */
+      causes?: Record<string, true>;
+      /** Sequence numbers of `ControlRequested`s whose `ControlApplied` is recorded. */
+      controlsApplied?: Record<number, true>;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -137,7 +142,7 @@ export type WorkflowCommand =
   | { type: 'PauseWorkflow' }
   | { type: 'ResumeWorkflow' }
   | { type: 'TerminateWorkflow'; reason: string | null }
-  | { type: 'DeliverEvent'; name: string; data: Json[] }
+  | { type: 'DeliverEvent'; name: string; data: Json[]; causeId?: string }
   | { type: 'StartDecision'; decisionId: string; workerId: string; workflows: string[]; now: number; leaseMs: number }
   | {
       type: 'CompleteDecision';
@@ -216,7 +221,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'TerminateWorkflow':
         return final ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason } }];
       case 'DeliverEvent':
-        return final ? [] : [{ type: 'WorkflowEventReceived', data: { name: command.name, data: command.data } }];
+        if (final || (command.causeId !== undefined && state.causes?.[command.causeId])) return [];
+        return [{ type: 'WorkflowEventReceived', data: command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId } }];
 
       case 'StartDecision': {
         if (!decisionClaimable(state, command.now)) throw new ConflictError('no decision is pending for this workflow');
@@ -307,6 +313,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return withSeq(decideFail(taskOf(state, command.seq).attempt, command, command.seq));
 
       case 'RecordControlApplied':
+        if (state.controlsApplied?.[command.seq]) return [];
         return [{ type: 'ControlApplied', data: { seq: command.seq, matched: command.matched, changed: command.changed } }];
 
       case 'ResolveChild': {
@@ -406,7 +413,9 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, needsDecision: true, children: { ...state.children, [event.data.seq]: { ...child, status } } };
       }
       case 'WorkflowEventReceived':
-        return { ...state, needsDecision: true };
+        return event.data.causeId === undefined
+          ? { ...state, needsDecision: true }
+          : { ...state, needsDecision: true, causes: { ...state.causes, [event.data.causeId]: true } };
       case 'WorkflowPaused':
         return { ...state, status: 'paused' };
       case 'WorkflowResumed':
@@ -417,9 +426,10 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, status: 'completed', needsDecision: false };
       case 'WorkflowFailed':
         return { ...state, status: 'failed', needsDecision: false };
+      case 'ControlApplied':
+        return { ...state, controlsApplied: { ...state.controlsApplied, [event.data.seq]: true } };
       case 'TaskDispatchRequested':
       case 'ControlRequested':
-      case 'ControlApplied':
         return state;
     }
   },
