@@ -55,7 +55,7 @@ describe('durable read models', () => {
     const second = await startService({ storeUrl });
     services.push(second);
     const { body } = await health(second);
-    expect(BigInt(body.projections.resumedFrom)).toBeGreaterThan(60n);
+    expect(BigInt(body.projections.resumedFrom)).toBeGreaterThanOrEqual(41n);
     // Only what happened after the last batch of the first run (its shutdown) is folded again.
     expect(body.projections.replayedEvents).toBeLessThanOrEqual(2);
     const api2 = new Client({ ...second, token: first.token } as Service, 'demo', 'dev');
