@@ -6,6 +6,7 @@ import { AppModule } from './app.module.js';
 import { type BatonConfig } from './config/config.js';
 import { batonValidationPipe } from './graphql/validation.pipe.js';
 import { ProjectionRunner } from './event-store/projection-runner.js';
+import { ReadFence } from './event-store/read-fence.js';
 import { HttpErrorsFilter } from './graphql/http-errors.filter.js';
 import { installAuth } from './tokens/auth.hook.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
@@ -30,7 +31,7 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
   });
   app.useGlobalPipes(batonValidationPipe());
   app.useGlobalFilters(new HttpErrorsFilter(config.bodyLimitBytes));
-  installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute);
+  installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute, () => app.get(ReadFence));
   await app.init();
   await app.get(ProjectionRunner).start();
   return app;

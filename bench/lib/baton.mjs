@@ -48,7 +48,7 @@ export async function startBaton({ storeFile = freshStoreFile(), env = {}, memPr
   const [, url] = await waitForOutput(child, /BATON_READY (\S+)/, readyTimeoutMs, 'Baton');
   const readyMs = now() - spawnedAt;
   const token = /BATON_BOOTSTRAP_TOKEN=(\S+)/.exec(child.output)?.[1] ?? '';
-  const rebuilt = /read models rebuilt from (\d+) events in (\d+) ms/.exec(child.output);
+  const rebuilt = /caught up (\d+) events in (\d+) ms/.exec(child.output);
   return {
     url,
     token,

@@ -221,6 +221,33 @@ async function restartedMemory(templates, count) {
 }
 
 /**
+ * Memory of a service restarted on `count` completed workflows against an empty store: with the
+ * read models on disk it should not grow with the number of finished workflows.
+ */
+async function completedMemory(templates, count, log) {
+  const empty = await generateStore(templates, { workflows: 0, mix: [['twoStep', 1]], label: 'mem-empty' });
+  const done = await generateStore(templates, { workflows: count, mix: [['twoStep', 1]], label: 'mem-completed' });
+  const measure = async (file, expected) => {
+    // First start folds the log (once); the second is the steady state measured.
+    await (await startBaton({ storeFile: file, readyTimeoutMs: 600_000 })).stop();
+    const svc = await startBaton({ storeFile: file, memProbe: true, readyTimeoutMs: 600_000 });
+    try {
+      const data = await gql({ ...svc, token: svc.token || templates.token }, COUNT, { f: { appId: APP, environment: ENV, state: 'COMPLETED' } }).catch(() => null);
+      await sleep(1000);
+      return { mem: await memory(svc), seen: data?.workflows.totalCount ?? null, expected };
+    } finally {
+      await svc.stop();
+    }
+  };
+  const idle = await measure(empty.file, 0);
+  const full = await measure(done.file, count);
+  const mib = (x) => (x / 1048576).toFixed(1);
+  log(`  memory with ${count.toLocaleString('en-US')} completed workflows (${done.events.toLocaleString('en-US')} events): heap ${mib(full.mem.heapUsed)} MiB rss ${mib(full.mem.rss)} MiB vs empty store heap ${mib(idle.mem.heapUsed)} MiB rss ${mib(idle.mem.rss)} MiB (seen ${full.seen})`);
+  rmSync(done.file, { force: true });
+  return { workflows: count, events: done.events, idle: idle.mem, completed: full.mem, seen: full.seen };
+}
+
+/**
  * Memory of one service process: idle (after start and a first request), then holding `count`
  * waiting workflows dispatched through the API and parked by a worker's first decision.
  */
@@ -262,6 +289,11 @@ export async function recovery({ events, restartRuns, waitingWorkflows, liveFall
   const genSeconds = (Date.now() - genStart) / 1000;
   log(`  generated ${big.events.toLocaleString('en-US')} events (${big.workflows.toLocaleString('en-US')} workflows, ${(big.bytes / 1048576).toFixed(0)} MiB) in ${genSeconds.toFixed(1)} s`);
 
+  // The first start on a generated store folds the whole log into the durable read models (once,
+  // as after an upgrade); the restarts after it resume from their checkpoint.
+  const [emptyFirst] = await timeRestarts(empty.file, 1, templates.token);
+  const [firstStart] = await timeRestarts(big.file, 1, templates.token);
+  log(`  first start (whole log folded into the read models): ${firstStart.readyMs.toFixed(0)} ms on ${big.events.toLocaleString('en-US')} events; empty store ${emptyFirst.readyMs.toFixed(0)} ms`);
   const emptyRuns = await timeRestarts(empty.file, restartRuns, templates.token);
   const bigRuns = await timeRestarts(big.file, restartRuns, templates.token);
   const emptyReady = summary(emptyRuns.map((x) => x.readyMs));
@@ -273,6 +305,7 @@ export async function recovery({ events, restartRuns, waitingWorkflows, liveFall
       `${bigRuns.some((x) => x.newBootstrapToken) ? ' and the stored token was unknown (a new bootstrap token was printed)' : ''}: the read models were not rebuilt, so this time covers reading the log, not projecting it`);
   }
   rmSync(big.file, { force: true });
+  const completed = await completedMemory(templates, waitingWorkflows, log);
 
   // Memory: preferably a restarted service on a generated store of `waitingWorkflows` waiting
   // workflows (fast, any size); if its read models turn out empty, workflows parked live through the
@@ -294,6 +327,9 @@ export async function recovery({ events, restartRuns, waitingWorkflows, liveFall
     emptyReadyMs: emptyReady,
     readyMs: bigReady,
     readModelsComplete,
+    firstStartMs: firstStart.readyMs,
+    replayedOnRestart: bigRuns.map((x) => x.rebuild?.events ?? null),
+    completedMemory: completed,
     eventsPerSec: summary(bigRuns.map((x) => big.events / (x.readyMs / 1000))),
     netEventsPerSec: summary(bigRuns.map((x) => big.events / ((x.readyMs - emptyReady.median) / 1000))),
     rebuildLogEventsPerSec: summary(bigRuns.filter((x) => x.rebuild).map((x) => x.rebuild.events / (x.rebuild.ms / 1000))),

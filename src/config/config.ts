@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 /**
  * Baton's configuration: environment variables only, validated once at start-up. A bad value
  * stops the service with a message that names the variable and what it accepts.
@@ -29,6 +30,8 @@ export interface BatonConfig {
   bootstrapToken: boolean;
   /** Most streams whose folded state an instance keeps (LRU) for the write path. */
   streamCacheSize: number;
+  /** SQLite file of the durable read models: the store's own file for the embedded store, one per instance next to EventStoreDB. */
+  readModelPath: string;
 }
 
 export class ConfigError extends Error {
@@ -97,9 +100,20 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
     streamCacheSize: int('STREAM_CACHE_SIZE', 10_000, 1, 10_000_000),
+    readModelPath: readModelPath(eventStoreUrl, env),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Where the durable read models live for a store URL (see `ReadModelDb`). */
+export function readModelPath(eventStoreUrl: string, env: Record<string, string | undefined> = process.env): string {
+  const explicit = env.READ_MODEL_PATH?.trim();
+  if (explicit) return explicit;
+  if (eventStoreUrl.startsWith('sqlite:')) {
+    return eventStoreUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || './data/baton.db';
+  }
+  return `./data/read-models-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}.db`;
 }
 
 export const BATON_CONFIG = Symbol('BATON_CONFIG');

@@ -84,3 +84,27 @@ export function Projection(types: readonly string[]): ClassDecorator {
     Reflect.defineMetadata(PROJECTION_TYPES, [...types], target);
   };
 }
+
+export const READ_MODEL_TYPES = Symbol('baton.readModelTypes');
+
+/**
+ * A durable read model: rows in the read-model database (`ReadModelDb`), written by `project`
+ * inside the ProjectionRunner's batch transaction, together with the checkpoint. Events at or
+ * below the checkpoint are never handed to it again.
+ */
+export interface DurableProjection {
+  /** Creates its tables and prepares its statements (called once at start). */
+  migrate(): void;
+  /** Folds one event into its rows; runs inside the batch transaction. */
+  project(event: StoredEvent): void;
+  /** Ids of the streams still in flight (not final) at the checkpoint, for in-memory state to rebuild from. */
+  inFlightStreams?(): string[];
+}
+
+/** Declares a durable read model for these persisted event types (see `DurableProjection`). */
+export function ReadModel(types: readonly string[]): ClassDecorator {
+  return (target) => {
+    Injectable()(target);
+    Reflect.defineMetadata(READ_MODEL_TYPES, [...types], target);
+  };
+}

@@ -15,7 +15,7 @@ import { SCHEDULE_EVENT_TYPES } from './domain/schedule.decider.js';
 import { ScheduleQueriesResolver } from './queries/schedule-queries.resolver.js';
 import { ScheduleDispatcher } from './schedule-dispatcher.js';
 import { SchedulerService } from './scheduler.service.js';
-import { SchedulesProjection, SchedulesReadModel } from './schedules.read-model.js';
+import { SchedulesProjection, SchedulesReadModel, SchedulesTable } from './schedules.read-model.js';
 
 /** Cron schedules of tasks and workflows: the API, the read model and the firing service. */
 @Module({
@@ -23,6 +23,7 @@ import { SchedulesProjection, SchedulesReadModel } from './schedules.read-model.
   providers: [
     SchedulesReadModel,
     SchedulesProjection,
+    SchedulesTable,
     ScheduleDispatcher,
     SchedulerService,
     ScheduleCreator,

@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { IEventHandler } from '@nestjs/cqrs';
 import { RecordedEvent } from '../event-store/event-store.port.js';
-import { Projection, StoredEvent } from '../event-store/event-registry.js';
+import { DurableProjection, Projection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
+import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
 import { ExistingSchedule, SCHEDULE_EVENT_TYPES, ScheduleEvent, ScheduleEventData, ScheduleStatus, nextFireAt, scheduleDecider } from './domain/schedule.decider.js';
 
 export interface ScheduleView {
@@ -131,6 +132,17 @@ export class SchedulesReadModel {
     }
   }
 
+  /** Puts back a schedule as `rm_schedules` kept it (at start, instead of a replay). */
+  restore(view: ScheduleView, awaiting: AwaitingDispatch | null, running: string | null): void {
+    this.byId.set(view.id, view);
+    const key = scope(view.state.spec.appId, view.state.spec.environment);
+    const list = this.byScope.get(key);
+    if (list) list.push(view);
+    else this.byScope.set(key, [view]);
+    if (awaiting) this.awaitingDispatch.set(awaiting.dispatchId, awaiting);
+    if (running) this.lastDispatchOf.set(running, view.id);
+  }
+
   private applySchedule(id: string, recorded: RecordedEvent): void {
     const event = { type: recorded.type, data: recorded.data } as ScheduleEvent;
     let view = this.byId.get(id);
@@ -166,9 +178,104 @@ export class SchedulesReadModel {
   }
 }
 
+interface ScheduleRow {
+  id: string;
+  revision: number;
+  state: string;
+  created_at: number;
+  updated_at: number;
+  dispatched: number;
+  finished: number;
+}
+
+/**
+ * Schedules in `rm_schedules`: each row the decider state folded so far (written in the
+ * ProjectionRunner's batch transaction). Schedules are few, so the scheduler keeps them in
+ * memory as well (`SchedulesReadModel`), loaded from these rows at start.
+ */
+@ReadModel(SCHEDULE_EVENT_TYPES)
+export class SchedulesTable implements DurableProjection {
+  private stmt!: ReturnType<SchedulesTable['prepare']>;
+
+  constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
+
+  migrate(): void {
+    this.rm.db.exec(`
+      CREATE TABLE IF NOT EXISTS rm_schedules (
+        id         TEXT PRIMARY KEY,
+        seq        INTEGER NOT NULL,
+        revision   INTEGER NOT NULL,
+        state      TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+    `);
+    this.stmt = this.prepare();
+  }
+
+  private prepare() {
+    const db = this.rm.db;
+    return {
+      get: db.prepare<[string], { revision: number; state: string }>('SELECT revision, state FROM rm_schedules WHERE id = ?'),
+      insert: db.prepare<[string, number, number, string, number, number]>(
+        'INSERT OR IGNORE INTO rm_schedules (id, seq, revision, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      update: db.prepare<[number, string, number, string]>('UPDATE rm_schedules SET revision = ?, state = ?, updated_at = ? WHERE id = ?'),
+      // Whether the last dispatch is in the log yet, and whether that workflow has ended.
+      all: db.prepare<[], ScheduleRow>(`
+        SELECT s.id, s.revision, s.state, s.created_at, s.updated_at,
+          (w.id IS NOT NULL OR t.id IS NOT NULL) AS dispatched,
+          coalesce(w.status IN ('completed', 'failed', 'terminated'), 0) AS finished
+        FROM rm_schedules s
+        LEFT JOIN rm_workflows w ON w.id = json_extract(s.state, '$.lastDispatchId')
+        LEFT JOIN rm_tasks t ON t.id = json_extract(s.state, '$.lastDispatchId')
+        ORDER BY s.seq`),
+    };
+  }
+
+  project(stored: StoredEvent): void {
+    const { streamId, revision, position, recordedAt } = stored.recorded;
+    if (!streamId.startsWith('schedule-')) return;
+    const id = streamId.slice('schedule-'.length);
+    const event = { type: stored.type, data: stored.data } as ScheduleEvent;
+    const row = this.stmt.get.get(id);
+    if (!row) {
+      if (event.type !== 'ScheduleCreated') return;
+      const state = scheduleDecider.evolve(scheduleDecider.initialState(), event);
+      this.stmt.insert.run(id, Number(position), Number(revision), JSON.stringify(state), recordedAt.getTime(), recordedAt.getTime());
+      return;
+    }
+    if (Number(revision) <= row.revision) return;
+    const state = scheduleDecider.evolve(JSON.parse(row.state) as ExistingSchedule, event);
+    this.stmt.update.run(Number(revision), JSON.stringify(state), recordedAt.getTime(), id);
+  }
+
+  /** Every schedule, with its last dispatch still awaited (not in the log) or still running. */
+  rows(): Array<{ view: ScheduleView; awaiting: AwaitingDispatch | null; running: string | null }> {
+    return this.stmt.all.all().map((row) => {
+      const state = JSON.parse(row.state) as ExistingSchedule;
+      const view: ScheduleView = { id: row.id, state, revision: BigInt(row.revision), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+      const last = state.lastDispatchId;
+      return {
+        view,
+        awaiting: last !== null && !row.dispatched ? { scheduleId: row.id, dispatchId: last, firedAt: state.lastFiredAt ?? state.updatedAt } : null,
+        running: last !== null && state.spec.kind === 'workflow' && !row.finished ? last : null,
+      };
+    });
+  }
+}
+
 @Projection(SCHEDULES_PROJECTION_EVENT_TYPES)
 export class SchedulesProjection implements IEventHandler<StoredEvent> {
-  constructor(private readonly model: SchedulesReadModel) {}
+  constructor(
+    private readonly model: SchedulesReadModel,
+    private readonly table: SchedulesTable,
+  ) {}
+
+  /** At start: the schedules as `rm_schedules` holds them at the checkpoint. */
+  load(): void {
+    for (const { view, awaiting, running } of this.table.rows()) this.model.restore(view, awaiting, running);
+  }
 
   handle(stored: StoredEvent): void {
     this.model.apply(stored.recorded);

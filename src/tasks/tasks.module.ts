@@ -5,11 +5,11 @@ import { DispatchTaskHandler, DispatchTaskResolver, TaskDispatcher } from './com
 import { ATTEMPT_EVENT_TYPES } from './domain/task-attempts.js';
 import { TASK_EVENT_TYPES } from './domain/task.decider.js';
 import { TaskQueriesResolver } from './queries/task-queries.resolver.js';
-import { TasksProjection, TasksReadModel } from './tasks.read-model.js';
+import { TasksReadModel } from './tasks.read-model.js';
 
 @Module({
   imports: [CqrsModule],
-  providers: [TasksReadModel, TasksProjection, TaskDispatcher, DispatchTaskHandler, DispatchTaskResolver, TaskQueriesResolver],
+  providers: [TasksReadModel, TaskDispatcher, DispatchTaskHandler, DispatchTaskResolver, TaskQueriesResolver],
   exports: [TasksReadModel, TaskDispatcher],
 })
 export class TasksModule {

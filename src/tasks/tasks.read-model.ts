@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
-import type { IEventHandler } from '@nestjs/cqrs';
+import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
-import { Projection, StoredEvent } from '../event-store/event-registry.js';
+import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
+import { READ_MODEL_DB, ReadModelDb, fromJson, toJson } from '../event-store/read-model-db.js';
+import { Page } from '../graphql/common.types.js';
+import { pageOf } from '../workflows/workflows.read-model.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
 import { AttemptEventData, TaskError } from './domain/task-attempts.js';
 
@@ -23,87 +25,148 @@ export interface TaskView {
   updatedAt: Date;
 }
 
-/** Standalone tasks (`task-<id>` streams), by id and by app+environment in dispatch order. */
-@Injectable()
-export class TasksReadModel {
-  private readonly byId = new Map<string, TaskView>();
-  private readonly byScope = new Map<string, TaskView[]>();
-
-  get(appId: string, environment: string, id: string): TaskView | undefined {
-    const view = this.byId.get(id);
-    return view && view.appId === appId && view.environment === environment ? view : undefined;
-  }
-
-  list(filter: { appId: string; environment: string; name?: string | null; status?: TaskStatus | null }): TaskView[] {
-    return (this.byScope.get(`${filter.appId}\u0000${filter.environment}`) ?? []).filter(
-      (t) => (filter.name == null || t.name === filter.name) && (filter.status == null || t.status === filter.status),
-    );
-  }
-
-  dispatched(id: string, d: TaskDispatchedData, at: Date): void {
-    if (this.byId.has(id)) return;
-    const view: TaskView = {
-      id,
-      appId: d.appId,
-      environment: d.environment,
-      name: d.name,
-      status: 'pending',
-      attempts: 0,
-      input: d.args,
-      output: undefined,
-      error: null,
-      scheduleId: d.scheduleId,
-      parentId: d.parent?.workflowId ?? null,
-      createdAt: at,
-      updatedAt: at,
-    };
-    this.byId.set(id, view);
-    const scope = `${d.appId}\u0000${d.environment}`;
-    const list = this.byScope.get(scope);
-    if (list) list.push(view);
-    else this.byScope.set(scope, [view]);
-  }
-
-  update(id: string, at: Date, change: (view: TaskView) => void): void {
-    const view = this.byId.get(id);
-    if (!view) return;
-    change(view);
-    view.updatedAt = at;
-  }
+interface Row {
+  id: string;
+  seq: number;
+  app_id: string;
+  environment: string;
+  name: string;
+  status: TaskStatus;
+  attempts: number;
+  input: string;
+  output: string | null;
+  error: string | null;
+  schedule_id: string | null;
+  parent_id: string | null;
+  created_at: number;
+  updated_at: number;
 }
 
-@Projection(['TaskDispatched', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'])
-export class TasksProjection implements IEventHandler<StoredEvent> {
-  constructor(private readonly model: TasksReadModel) {}
+const toView = (r: Row): TaskView => ({
+  id: r.id,
+  appId: r.app_id,
+  environment: r.environment,
+  name: r.name,
+  status: r.status,
+  attempts: r.attempts,
+  input: JSON.parse(r.input) as Json[],
+  output: fromJson<Json>(r.output),
+  error: r.error === null ? null : (JSON.parse(r.error) as TaskError),
+  scheduleId: r.schedule_id,
+  parentId: r.parent_id,
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
 
-  handle(stored: StoredEvent): void {
-    const { streamId, recordedAt } = stored.recorded;
+/** Standalone tasks (`task-<id>` streams) as rows of `rm_tasks`, by id and by app+environment in dispatch order. */
+@ReadModel(['TaskDispatched', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'])
+export class TasksReadModel implements DurableProjection {
+  private stmt!: ReturnType<TasksReadModel['prepare']>;
+
+  constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
+
+  migrate(): void {
+    this.rm.db.exec(`
+      CREATE TABLE IF NOT EXISTS rm_tasks (
+        id          TEXT PRIMARY KEY,
+        seq         INTEGER NOT NULL,
+        app_id      TEXT NOT NULL,
+        environment TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        attempts    INTEGER NOT NULL,
+        input       TEXT NOT NULL,
+        output      TEXT,
+        error       TEXT,
+        schedule_id TEXT,
+        parent_id   TEXT,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS rm_tasks_scope ON rm_tasks (app_id, environment, seq);
+      CREATE INDEX IF NOT EXISTS rm_tasks_name ON rm_tasks (app_id, environment, name, seq);
+      CREATE INDEX IF NOT EXISTS rm_tasks_in_flight ON rm_tasks (status) WHERE status IN ('pending', 'running');
+    `);
+    this.stmt = this.prepare();
+  }
+
+  private prepare() {
+    const db = this.rm.db;
+    return {
+      get: db.prepare<[string], Row>('SELECT * FROM rm_tasks WHERE id = ?'),
+      insert: db.prepare(
+        `INSERT OR IGNORE INTO rm_tasks (id, seq, app_id, environment, name, status, attempts, input, output, error, schedule_id, parent_id, created_at, updated_at)
+         VALUES (@id, @seq, @app_id, @environment, @name, 'pending', 0, @input, NULL, NULL, @schedule_id, @parent_id, @at, @at)`,
+      ),
+      started: db.prepare<[number, number, string]>(`UPDATE rm_tasks SET status = 'running', attempts = ?, updated_at = ? WHERE id = ?`),
+      completed: db.prepare<[string | null, number, string]>(`UPDATE rm_tasks SET status = 'completed', output = ?, updated_at = ? WHERE id = ?`),
+      attemptFailed: db.prepare<[string, number, number, string]>(
+        `UPDATE rm_tasks SET error = ?, status = CASE WHEN ? THEN 'pending' ELSE status END, updated_at = ? WHERE id = ?`,
+      ),
+      failed: db.prepare<[string, number, string]>(`UPDATE rm_tasks SET status = 'failed', error = ?, updated_at = ? WHERE id = ?`),
+      inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_tasks WHERE status IN ('pending', 'running')`),
+    };
+  }
+
+  get(appId: string, environment: string, id: string): TaskView | undefined {
+    const row = this.stmt.get.get(id);
+    return row && row.app_id === appId && row.environment === environment ? toView(row) : undefined;
+  }
+
+  /** One page of the tasks matching `filter`, in dispatch order. */
+  page(filter: { appId: string; environment: string; name?: string | null; status?: TaskStatus | null }, first: number, after?: string | null): Page<TaskView> {
+    const where = ['app_id = @appId', 'environment = @environment'];
+    const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
+    if (filter.name != null) {
+      where.push('name = @name');
+      params.name = filter.name;
+    }
+    if (filter.status != null) {
+      where.push('status = @status');
+      params.status = filter.status;
+    }
+    return pageOf(this.rm, 'rm_tasks', where, params, first, after, toView);
+  }
+
+  inFlightStreams(): string[] {
+    return this.stmt.inFlight.all().map((r) => `task-${r.id}`);
+  }
+
+  project(stored: StoredEvent): void {
+    const { streamId, recordedAt, position } = stored.recorded;
     if (!streamId.startsWith('task-')) return;
     const id = streamId.slice('task-'.length);
+    const at = recordedAt.getTime();
     switch (stored.type) {
-      case 'TaskDispatched':
-        return this.model.dispatched(id, stored.data as TaskDispatchedData, recordedAt);
+      case 'TaskDispatched': {
+        const d = stored.data as TaskDispatchedData;
+        this.stmt.insert.run({
+          id,
+          seq: Number(position),
+          app_id: d.appId,
+          environment: d.environment,
+          name: d.name,
+          input: JSON.stringify(d.args),
+          schedule_id: d.scheduleId,
+          parent_id: d.parent?.workflowId ?? null,
+          at,
+        });
+        return;
+      }
       case 'TaskStarted':
-        return this.model.update(id, recordedAt, (v) => {
-          v.status = 'running';
-          v.attempts = (stored.data as AttemptEventData['TaskStarted']).attempt;
-        });
+        this.stmt.started.run((stored.data as AttemptEventData['TaskStarted']).attempt, at, id);
+        return;
       case 'TaskCompleted':
-        return this.model.update(id, recordedAt, (v) => {
-          v.status = 'completed';
-          v.output = (stored.data as AttemptEventData['TaskCompleted']).result;
-        });
-      case 'TaskAttemptFailed':
-        return this.model.update(id, recordedAt, (v) => {
-          const data = stored.data as AttemptEventData['TaskAttemptFailed'];
-          v.error = data.error;
-          if (data.retryAt !== null) v.status = 'pending';
-        });
+        this.stmt.completed.run(toJson((stored.data as AttemptEventData['TaskCompleted']).result), at, id);
+        return;
+      case 'TaskAttemptFailed': {
+        const data = stored.data as AttemptEventData['TaskAttemptFailed'];
+        this.stmt.attemptFailed.run(JSON.stringify(data.error), data.retryAt !== null ? 1 : 0, at, id);
+        return;
+      }
       case 'TaskFailed':
-        return this.model.update(id, recordedAt, (v) => {
-          v.status = 'failed';
-          v.error = (stored.data as AttemptEventData['TaskFailed']).error;
-        });
+        this.stmt.failed.run(JSON.stringify((stored.data as AttemptEventData['TaskFailed']).error), at, id);
+        return;
     }
   }
 }

@@ -1,5 +1,14 @@
+import { Logger } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ReadFence } from '../event-store/read-fence.js';
+import { requestPosition } from '../event-store/request-position.js';
+import { StoreUnavailable } from '../shared/errors.js';
 import { Principal, TokensReadModel } from './tokens.projection.js';
+
+/** Header a client sends back (the `x-baton-position` of an earlier answer) to read at least that far on any instance. */
+export const MIN_POSITION_HEADER = 'x-baton-min-position';
+/** Header of every /graphql answer: the log position it reflects (written or read to). */
+export const POSITION_HEADER = 'x-baton-position';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,8 +45,16 @@ export function graphqlError(reply: FastifyReply, status: number, code: string, 
  * unknown or revoked token is answered 401 before GraphQL runs; the scope check per `appId`
  * happens in the resolvers (FORBIDDEN).
  */
-export function installAuth(app: FastifyInstance, tokens: TokensReadModel, rateLimitPerMinute: number): void {
+export function installAuth(app: FastifyInstance, tokens: TokensReadModel, rateLimitPerMinute: number, fence: () => ReadFence): void {
   const limiter = new RateLimiter(rateLimitPerMinute);
+  const logger = new Logger('Auth');
+  // Every request runs in its own position context (see request-position.ts).
+  app.addHook('onRequest', (_request, _reply, done) => requestPosition.run({ position: -1n }, done));
+  app.addHook('onSend', async (request, reply, payload) => {
+    const position = requestPosition.getStore()?.position ?? -1n;
+    if (position >= 0n && request.url.split('?')[0] === '/graphql') reply.header(POSITION_HEADER, position.toString());
+    return payload;
+  });
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.method !== 'POST' || request.url.split('?')[0] !== '/graphql') return;
     const header = request.headers.authorization;
@@ -46,7 +63,17 @@ export function installAuth(app: FastifyInstance, tokens: TokensReadModel, rateL
       reply.header('WWW-Authenticate', 'Bearer');
       return graphqlError(reply, 401, 'UNAUTHENTICATED', 'missing or malformed Authorization header: expected "Bearer <token>"');
     }
-    const principal = tokens.authenticate(match[1]);
+    let check = tokens.check(match[1]);
+    if (check.reason === 'unknown') {
+      // Minted elsewhere (another instance, the CLI) and not read here yet: catch up with the store's head once.
+      const at = await fence().upToHead().catch((error: Error) => {
+        logger.warn(`token lookup: could not catch up with the store: ${error.message}`);
+        return fence().position;
+      });
+      check = tokens.check(match[1]);
+      if (check.reason === 'unknown') logger.log(`API token ${match[1].split('_')[1] ?? '?'} not found at position ${at}`);
+    }
+    const principal = check.principal;
     if (!principal) {
       reply.header('WWW-Authenticate', 'Bearer error="invalid_token"');
       return graphqlError(reply, 401, 'UNAUTHENTICATED', 'unknown or revoked API token');
@@ -57,5 +84,15 @@ export function installAuth(app: FastifyInstance, tokens: TokensReadModel, rateL
       return graphqlError(reply, 429, 'RATE_LIMITED', `rate limit of ${rateLimitPerMinute} requests per minute exceeded; retry after ${retryAfter}s`);
     }
     request.principal = principal;
+    const min = request.headers[MIN_POSITION_HEADER];
+    if (typeof min === 'string' && min !== '') {
+      if (!/^\d{1,19}$/.test(min)) return graphqlError(reply, 400, 'BAD_USER_INPUT', `${MIN_POSITION_HEADER}: expected a log position (a whole number)`);
+      try {
+        await fence().atLeast(BigInt(min));
+      } catch (error) {
+        if (error instanceof StoreUnavailable) return graphqlError(reply, 503, 'STORE_UNAVAILABLE', error.message);
+        throw error;
+      }
+    }
   });
 }

@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
-import type { IEventHandler } from '@nestjs/cqrs';
-import { Projection, StoredEvent } from '../event-store/event-registry.js';
+import { Inject } from '@nestjs/common';
+import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
+import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
 import { TOKEN_EVENT_TYPES, TokenEvent } from './domain/token.decider.js';
 import { parseToken, secretMatches } from './token-secrets.js';
 
@@ -21,41 +21,90 @@ export interface Principal {
   environments: string[] | null;
 }
 
-/** Every token's hash and scope, for authenticating requests on this instance. */
-@Injectable()
-export class TokensReadModel {
-  readonly tokens = new Map<string, TokenView>();
+interface Row {
+  token_id: string;
+  apps: string;
+  environments: string | null;
+  label: string | null;
+  created_at: string;
+  revoked_at: string | null;
+  secret_hash: string;
+}
+
+/** The outcome of a token check: who it is, or why not (`unknown`: this instance has no such token yet). */
+export type Authentication = { principal: Principal; reason?: undefined } | { principal: null; reason: 'malformed' | 'unknown' | 'revoked' | 'mismatch' };
+
+/** Every token's hash and scope (`rm_tokens`), for authenticating requests on this instance. */
+@ReadModel(TOKEN_EVENT_TYPES)
+export class TokensReadModel implements DurableProjection {
+  private stmt!: ReturnType<TokensReadModel['prepare']>;
+
+  constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
+
+  migrate(): void {
+    this.rm.db.exec(`
+      CREATE TABLE IF NOT EXISTS rm_tokens (
+        token_id     TEXT PRIMARY KEY,
+        apps         TEXT NOT NULL,
+        environments TEXT,
+        label        TEXT,
+        created_at   TEXT NOT NULL,
+        revoked_at   TEXT,
+        secret_hash  TEXT NOT NULL
+      );
+    `);
+    this.stmt = this.prepare();
+  }
+
+  private prepare() {
+    const db = this.rm.db;
+    return {
+      get: db.prepare<[string], Row>('SELECT * FROM rm_tokens WHERE token_id = ?'),
+      insert: db.prepare(
+        `INSERT OR IGNORE INTO rm_tokens (token_id, apps, environments, label, created_at, revoked_at, secret_hash)
+         VALUES (@token_id, @apps, @environments, @label, @created_at, NULL, @secret_hash)`,
+      ),
+      revoke: db.prepare<[string, string]>('UPDATE rm_tokens SET revoked_at = ? WHERE token_id = ?'),
+      active: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_tokens WHERE revoked_at IS NULL'),
+    };
+  }
+
+  check(token: string): Authentication {
+    const parsed = parseToken(token);
+    if (!parsed) return { principal: null, reason: 'malformed' };
+    const row = this.stmt.get.get(parsed.tokenId);
+    if (!row) return { principal: null, reason: 'unknown' };
+    if (row.revoked_at !== null) return { principal: null, reason: 'revoked' };
+    if (!secretMatches(parsed.secret, row.secret_hash)) return { principal: null, reason: 'mismatch' };
+    return { principal: { tokenId: row.token_id, apps: JSON.parse(row.apps) as string[], environments: row.environments === null ? null : (JSON.parse(row.environments) as string[]) } };
+  }
 
   authenticate(token: string): Principal | null {
-    const parsed = parseToken(token);
-    if (!parsed) return null;
-    const view = this.tokens.get(parsed.tokenId);
-    if (!view || view.revokedAt !== null || !secretMatches(parsed.secret, view.secretHash)) return null;
-    return { tokenId: view.tokenId, apps: view.apps, environments: view.environments };
+    return this.check(token).principal;
   }
 
   get activeCount(): number {
-    let n = 0;
-    for (const t of this.tokens.values()) if (t.revokedAt === null) n++;
-    return n;
+    return this.stmt.active.get()!.n;
   }
-}
 
-@Projection(TOKEN_EVENT_TYPES)
-export class TokensProjection implements IEventHandler<StoredEvent> {
-  constructor(private readonly model: TokensReadModel) {}
-
-  handle(stored: StoredEvent): void {
+  project(stored: StoredEvent): void {
     const event = { type: stored.type, data: stored.data } as TokenEvent;
     switch (event.type) {
-      case 'ApiTokenCreated':
-        this.model.tokens.set(event.data.tokenId, { ...event.data, revokedAt: null });
-        return;
-      case 'ApiTokenRevoked': {
-        const view = this.model.tokens.get(event.data.tokenId);
-        if (view) view.revokedAt = event.data.revokedAt;
+      case 'ApiTokenCreated': {
+        const d = event.data;
+        this.stmt.insert.run({
+          token_id: d.tokenId,
+          apps: JSON.stringify(d.apps),
+          environments: d.environments === null ? null : JSON.stringify(d.environments),
+          label: d.label,
+          created_at: d.createdAt,
+          secret_hash: d.secretHash,
+        });
         return;
       }
+      case 'ApiTokenRevoked':
+        this.stmt.revoke.run(event.data.revokedAt, event.data.tokenId);
+        return;
     }
   }
 }

@@ -1,41 +1,48 @@
-import { Logger } from '@nestjs/common';
-import type { IEventHandler } from '@nestjs/cqrs';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js';
-import { Projection, StoredEvent } from '../event-store/event-registry.js';
+import { EVENT_STORE, type EventStore, RecordedEvent, Subscription } from '../event-store/event-store.port.js';
+import { EventRegistry } from '../event-store/event-registry.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
+import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
+import { BatonError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { SelectorActions } from '../workflows/commands/selector-actions.js';
 import { WorkflowCommand, WorkflowEventData, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
-type Effect = () => Promise<unknown>;
+export const EFFECTS_CHECKPOINT = 'effects';
+const REACTS_TO = new Set(['ChildWorkflowStarted', 'TaskDispatchRequested', 'ControlRequested', 'WorkflowCompleted', 'WorkflowFailed', 'WorkflowTerminated']);
+const BACKOFF_MIN_MS = 100;
+const BACKOFF_MAX_MS = 10_000;
+const SAVE_EVERY_MS = 200;
 
 /**
  * What a workflow's recorded decisions cause outside its own stream: starting children and
  * standalone tasks, acting on selected workflows, and telling a parent that its child ended.
- * Live events are acted on at once (by every instance: each effect is idempotent through
- * deterministic ids or the target's decider). While the log is replayed at start, an effect is
- * kept until the log shows its outcome; whatever is still pending when the replay ends (the
- * process died in between) is carried out then.
+ *
+ * A checkpointed reactor: its own subscription to the log, from the checkpoint kept in the
+ * read-model database (`rm_checkpoints.effects`), one event at a time, in order. An effect that
+ * fails for a transient reason (the store did not answer, anything not a domain error) is
+ * retried with backoff and the reactor does not move past it; the checkpoint moves only past
+ * events whose effect was carried out. Every effect is a command whose target decider
+ * recognises its cause as already applied (a child or task with a deterministic id exists; a
+ * parent's child is already resolved; a delivered event's `causeId`; a recorded
+ * `ControlApplied`), so replaying from an older checkpoint, or running the reactor on several
+ * instances at once, yields one event on any store.
  */
-@Projection([
-  'WorkflowDispatched',
-  'TaskDispatched',
-  'ChildWorkflowStarted',
-  'TaskDispatchRequested',
-  'ControlRequested',
-  'ControlApplied',
-  'WorkflowCompleted',
-  'WorkflowFailed',
-  'WorkflowTerminated',
-  'ChildWorkflowCompleted',
-  'ChildWorkflowFailed',
-])
-export class EffectsReactor implements IEventHandler<StoredEvent> {
+@Injectable()
+export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Effects');
-  private readonly pending = new Map<string, Effect>();
-  private readonly parents = new Map<string, { appId: string; environment: string; workflowId: string; seq: number }>();
+  private subscription: Subscription | undefined;
+  private stopped = false;
+  private position = -1n;
+  private savedAt = 0;
+  private saveTimer: NodeJS.Timeout | undefined;
+  private wakeRetry: (() => void) | undefined;
+  /** Effects retried after a failure since start (for /health and tests). */
+  retries = 0;
 
   constructor(
     private readonly runner: DeciderRunner,
@@ -43,126 +50,177 @@ export class EffectsReactor implements IEventHandler<StoredEvent> {
     private readonly tasks: TaskDispatcher,
     private readonly selectors: SelectorActions,
     private readonly projections: ProjectionRunner,
-  ) {
-    projections.onLive(() => {
-      const effects = [...this.pending.values()];
-      this.pending.clear();
-      if (effects.length > 0) this.logger.log(`carrying out ${effects.length} effects left pending by a previous run`);
-      for (const effect of effects) this.run(effect);
+    private readonly readModel: WorkflowsReadModel,
+    private readonly registry: EventRegistry,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(READ_MODEL_DB) private readonly rm: ReadModelDb,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.projections.onLive(() => this.start());
+  }
+
+  get checkpoint(): bigint {
+    return this.position;
+  }
+
+  private start(): void {
+    if (this.stopped || this.subscription) return;
+    this.position = this.rm.checkpoint(EFFECTS_CHECKPOINT);
+    this.subscription = this.store.subscribe((event) => this.handle(event), {
+      after: this.position < 0n ? undefined : this.position,
+      onError: (error) => {
+        if (this.stopped) return;
+        this.logger.error(`effects subscription stopped at ${this.position}: ${error.message}; restarting in 1 s`);
+        this.subscription = undefined;
+        setTimeout(() => this.start(), 1000).unref();
+      },
     });
   }
 
-  handle(stored: StoredEvent): void {
-    const { streamId, metadata } = stored.recorded;
+  private async handle(recorded: RecordedEvent): Promise<void> {
+    if (this.stopped) return;
+    const event = this.registry.upcast(recorded);
+    if (REACTS_TO.has(event.type)) {
+      // The read models this effect consults (a child's parent) include its cause.
+      await this.projections.waitFor(event.position);
+      for (let attempt = 0; !this.stopped; attempt++) {
+        try {
+          await this.effect(event);
+          break;
+        } catch (error) {
+          if (error instanceof BatonError && error.code !== 'STORE_UNAVAILABLE') {
+            this.logger.error(`effect of ${event.type} at ${event.position} (${event.streamId}) cannot be carried out, skipped: ${error.message}`);
+            break;
+          }
+          this.retries++;
+          const delay = Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS);
+          this.logger.warn(`effect of ${event.type} at ${event.position} (${event.streamId}) failed, retrying in ${delay} ms: ${(error as Error).message}`);
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, delay);
+            this.wakeRetry = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+      }
+    }
+    if (this.stopped) return;
+    this.position = event.position;
+    this.save();
+  }
+
+  /** Persists the checkpoint at most every SAVE_EVERY_MS (a replay from an older one is harmless). */
+  private save(force = false): void {
+    const now = Date.now();
+    if (force || now - this.savedAt >= SAVE_EVERY_MS) {
+      clearTimeout(this.saveTimer);
+      this.saveTimer = undefined;
+      this.savedAt = now;
+      if (this.position >= 0n && this.rm.db.open) this.rm.saveCheckpoint(EFFECTS_CHECKPOINT, this.position);
+    } else if (!this.saveTimer) {
+      this.saveTimer = setTimeout(() => this.save(true), SAVE_EVERY_MS);
+      this.saveTimer.unref();
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    this.wakeRetry?.();
+    await this.subscription?.close();
+    this.save(true);
+  }
+
+  private async effect(recorded: RecordedEvent): Promise<void> {
+    const { streamId, metadata } = recorded;
     const id = streamId.slice(streamId.indexOf('-') + 1);
     const context: CommandContext = {
       actor: 'system',
       appId: String(metadata.appId ?? ''),
       environment: String(metadata.environment ?? ''),
       correlationId: String(metadata.correlationId ?? uuidv7()),
-      causationId: stored.recorded.id,
+      causationId: recorded.id,
     };
-    switch (stored.type) {
-      case 'WorkflowDispatched': {
-        const data = stored.data as WorkflowEventData['WorkflowDispatched'];
-        this.pending.delete(`child:${id}`);
-        if (data.parent) this.parents.set(id, { appId: data.appId, environment: data.environment, ...data.parent });
-        return;
-      }
-      case 'TaskDispatched':
-        this.pending.delete(`task:${id}`);
-        return;
+    switch (recorded.type) {
       case 'ChildWorkflowStarted': {
-        const data = stored.data as WorkflowEventData['ChildWorkflowStarted'];
-        return this.schedule(`child:${data.childId}`, () =>
-          this.workflows.dispatch(context, {
-            workflowId: data.childId,
-            appId: context.appId,
-            environment: context.environment,
-            name: data.name,
-            tag: data.tag,
-            input: data.args,
-            parent: { workflowId: id, seq: data.seq },
-          }),
-        );
+        const data = recorded.data as WorkflowEventData['ChildWorkflowStarted'];
+        await this.workflows.dispatch(context, {
+          workflowId: data.childId,
+          appId: context.appId,
+          environment: context.environment,
+          name: data.name,
+          tag: data.tag,
+          input: data.args,
+          parent: { workflowId: id, seq: data.seq },
+        });
+        return;
       }
       case 'TaskDispatchRequested': {
-        const data = stored.data as WorkflowEventData['TaskDispatchRequested'];
-        return this.schedule(`task:${data.taskId}`, () =>
-          this.tasks.dispatch(context, {
-            taskId: data.taskId,
-            appId: context.appId,
-            environment: context.environment,
-            name: data.name,
-            args: data.args,
-            parent: { workflowId: id, seq: data.seq },
-          }),
-        );
+        const data = recorded.data as WorkflowEventData['TaskDispatchRequested'];
+        await this.tasks.dispatch(context, {
+          taskId: data.taskId,
+          appId: context.appId,
+          environment: context.environment,
+          name: data.name,
+          args: data.args,
+          parent: { workflowId: id, seq: data.seq },
+        });
+        return;
       }
       case 'ControlRequested': {
-        const data = stored.data as WorkflowEventData['ControlRequested'];
-        return this.schedule(`control:${id}#${data.seq}`, async () => {
-          const command: WorkflowCommand =
-            data.action === 'pause'
-              ? { type: 'PauseWorkflow' }
-              : data.action === 'resume'
-                ? { type: 'ResumeWorkflow' }
-                : data.action === 'terminate'
-                  ? { type: 'TerminateWorkflow', reason: `requested by workflow ${id}` }
-                  : { type: 'DeliverEvent', name: data.event?.name ?? '', data: data.event?.data ?? [] };
-          const result = await this.selectors
-            .applyTo(context, data.selector, command, { eventId: (target) => derivedUuid(id, String(data.seq), target) })
-            .catch((error) => ({ matched: 0, changed: 0, error }));
-          await this.runner.run(
-            `workflow-${id}`,
-            workflowDecider,
-            { type: 'RecordControlApplied', seq: data.seq, matched: result.matched, changed: result.changed },
-            context,
-            { eventId: () => derivedUuid(id, String(data.seq), 'applied') },
-          );
-        });
-      }
-      case 'ControlApplied':
-        this.pending.delete(`control:${id}#${(stored.data as WorkflowEventData['ControlApplied']).seq}`);
+        const data = recorded.data as WorkflowEventData['ControlRequested'];
+        const source = await this.store.readStream(streamId);
+        const applied = source.some((e) => e.type === 'ControlApplied' && (e.data as { seq: number }).seq === data.seq);
+        if (applied) return;
+        const causeId = derivedUuid(id, String(data.seq), 'control');
+        const command: WorkflowCommand =
+          data.action === 'pause'
+            ? { type: 'PauseWorkflow' }
+            : data.action === 'resume'
+              ? { type: 'ResumeWorkflow' }
+              : data.action === 'terminate'
+                ? { type: 'TerminateWorkflow', reason: `requested by workflow ${id}` }
+                : { type: 'DeliverEvent', name: data.event?.name ?? '', data: data.event?.data ?? [], causeId };
+        const result = await this.selectors
+          .applyTo(context, data.selector, command, { eventId: (target) => derivedUuid(id, String(data.seq), target) })
+          .catch((error) => {
+            if (error instanceof BatonError && error.code !== 'STORE_UNAVAILABLE') return { matched: 0, changed: 0 };
+            throw error;
+          });
+        await this.runner.run(
+          streamId,
+          workflowDecider,
+          { type: 'RecordControlApplied', seq: data.seq, matched: result.matched, changed: result.changed },
+          context,
+          { eventId: () => derivedUuid(id, String(data.seq), 'applied') },
+        );
         return;
+      }
       case 'WorkflowCompleted':
       case 'WorkflowFailed':
       case 'WorkflowTerminated': {
-        const parent = this.parents.get(id);
-        if (!parent) return;
-        this.parents.delete(id);
+        const child = this.readModel.getById(id);
+        if (!child || child.parentId === null || child.parentSeq === null) return;
         const outcome =
-          stored.type === 'WorkflowCompleted'
-            ? { ok: true as const, result: (stored.data as WorkflowEventData['WorkflowCompleted']).result }
+          recorded.type === 'WorkflowCompleted'
+            ? { ok: true as const, result: (recorded.data as WorkflowEventData['WorkflowCompleted']).result }
             : {
                 ok: false as const,
                 error:
-                  stored.type === 'WorkflowFailed'
-                    ? (stored.data as WorkflowEventData['WorkflowFailed']).error
+                  recorded.type === 'WorkflowFailed'
+                    ? (recorded.data as WorkflowEventData['WorkflowFailed']).error
                     : { message: `child workflow ${id} was terminated`, name: 'ChildWorkflowTerminated', nonRetryable: true },
               };
-        return this.schedule(`resolve:${parent.workflowId}#${parent.seq}`, () =>
-          this.runner.run(
-            `workflow-${parent.workflowId}`,
-            workflowDecider,
-            { type: 'ResolveChild', seq: parent.seq, childId: id, outcome },
-            { ...context, appId: parent.appId, environment: parent.environment },
-          ),
+        await this.runner.run(
+          `workflow-${child.parentId}`,
+          workflowDecider,
+          { type: 'ResolveChild', seq: child.parentSeq, childId: id, outcome },
+          { ...context, appId: child.appId, environment: child.environment },
+          { eventId: () => derivedUuid(child.parentId!, String(child.parentSeq), 'resolved') },
         );
-      }
-      case 'ChildWorkflowCompleted':
-      case 'ChildWorkflowFailed':
-        this.pending.delete(`resolve:${id}#${(stored.data as { seq: number }).seq}`);
         return;
+      }
     }
-  }
-
-  private schedule(key: string, effect: Effect): void {
-    if (this.projections.isLive) this.run(effect);
-    else this.pending.set(key, effect);
-  }
-
-  private run(effect: Effect): void {
-    effect().catch((error) => this.logger.error(`effect failed: ${(error as Error).message}`));
   }
 }

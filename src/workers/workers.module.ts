@@ -12,6 +12,6 @@ import { WorkerProtocolResolver } from './worker-protocol.resolver.js';
 @Module({
   imports: [CqrsModule, WorkflowsModule, TasksModule],
   providers: [EngineState, EngineProjection, EngineService, EngineTicker, EffectsReactor, WorkerProtocolResolver],
-  exports: [EngineState],
+  exports: [EngineState, EffectsReactor],
 })
 export class WorkersModule {}

@@ -9,13 +9,12 @@ import { SelectorActions } from './commands/selector-actions.js';
 import { SendEventToWorkflowsHandler, SendEventToWorkflowsResolver } from './commands/send-event-to-workflows/send-event-to-workflows.js';
 import { TerminateWorkflowsHandler, TerminateWorkflowsResolver } from './commands/terminate-workflows/terminate-workflows.js';
 import { WorkflowQueriesResolver } from './queries/workflow-queries.resolver.js';
-import { WorkflowsProjection, WorkflowsReadModel } from './workflows.read-model.js';
+import { WorkflowsReadModel } from './workflows.read-model.js';
 
 @Module({
   imports: [CqrsModule],
   providers: [
     WorkflowsReadModel,
-    WorkflowsProjection,
     WorkflowDispatcher,
     SelectorActions,
     DispatchWorkflowHandler,

@@ -1,9 +1,11 @@
-import { Injectable } from '@nestjs/common';
-import type { IEventHandler } from '@nestjs/cqrs';
+import { Inject } from '@nestjs/common';
+import type { Statement } from 'better-sqlite3';
 import { Json } from '../event-store/event-store.port.js';
-import { Projection, StoredEvent } from '../event-store/event-registry.js';
+import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
+import { READ_MODEL_DB, ReadModelDb, fromJson, toJson } from '../event-store/read-model-db.js';
+import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
-import { FINAL_STATUSES, WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
+import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
 
 export interface WorkflowView {
   id: string;
@@ -17,6 +19,8 @@ export interface WorkflowView {
   output: Json | undefined;
   error: TaskError | null;
   parentId: string | null;
+  /** The parent's sequence number for this child (with `parentId`). */
+  parentSeq: number | null;
   scheduleId: string | null;
   createdAt: Date;
   updatedAt: Date;
@@ -30,130 +34,231 @@ export interface WorkflowFilter {
   status?: WorkflowStatus | null;
 }
 
-const key = (...parts: string[]) => parts.join('\u0000');
+interface Row {
+  id: string;
+  seq: number;
+  app_id: string;
+  environment: string;
+  name: string;
+  version: string | null;
+  tag: string | null;
+  status: WorkflowStatus;
+  input: string;
+  output: string | null;
+  error: string | null;
+  parent_id: string | null;
+  parent_seq: number | null;
+  schedule_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const ACTIVE = `status IN ('running', 'paused')`;
+const FINAL = `('completed', 'failed', 'terminated')`;
+
+const toView = (r: Row): WorkflowView => ({
+  id: r.id,
+  appId: r.app_id,
+  environment: r.environment,
+  name: r.name,
+  version: r.version,
+  tag: r.tag,
+  status: r.status,
+  input: JSON.parse(r.input) as Json[],
+  output: fromJson<Json>(r.output),
+  error: r.error === null ? null : (JSON.parse(r.error) as TaskError),
+  parentId: r.parent_id,
+  parentSeq: r.parent_seq,
+  scheduleId: r.schedule_id,
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
 
 /**
- * Every workflow of this instance's log, with indexes for selectors: by app+environment (in
- * dispatch order), and the not-yet-final ones by name and by name+tag. Rebuilt from the log at
- * start, so tags keep working across restarts.
+ * Every workflow of the log as a row of `rm_workflows` (payloads on disk, not in memory), with
+ * indexes for the selectors (not-final workflows by name, base name and tag) and for lists
+ * (by app and environment in dispatch order). Written in the ProjectionRunner's batch
+ * transaction; read with prepared statements.
  */
-@Injectable()
-export class WorkflowsReadModel {
-  private readonly byId = new Map<string, WorkflowView>();
-  private readonly byScope = new Map<string, WorkflowView[]>();
-  private readonly activeByName = new Map<string, Set<string>>();
-  private readonly activeByTag = new Map<string, Set<string>>();
+@ReadModel(['WorkflowDispatched', 'DecisionStarted', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
+export class WorkflowsReadModel implements DurableProjection {
+  private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
+
+  constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
+
+  migrate(): void {
+    this.rm.db.exec(`
+      CREATE TABLE IF NOT EXISTS rm_workflows (
+        id          TEXT PRIMARY KEY,
+        seq         INTEGER NOT NULL,
+        app_id      TEXT NOT NULL,
+        environment TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        base_name   TEXT NOT NULL,
+        version     TEXT,
+        tag         TEXT,
+        status      TEXT NOT NULL,
+        input       TEXT NOT NULL,
+        output      TEXT,
+        error       TEXT,
+        parent_id   TEXT,
+        parent_seq  INTEGER,
+        schedule_id TEXT,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS rm_workflows_scope ON rm_workflows (app_id, environment, seq);
+      CREATE INDEX IF NOT EXISTS rm_workflows_name ON rm_workflows (app_id, environment, name, seq);
+      CREATE INDEX IF NOT EXISTS rm_workflows_base_name ON rm_workflows (app_id, environment, base_name, seq);
+      CREATE INDEX IF NOT EXISTS rm_workflows_tag ON rm_workflows (app_id, environment, tag, seq) WHERE tag IS NOT NULL;
+      CREATE INDEX IF NOT EXISTS rm_workflows_active ON rm_workflows (status) WHERE ${ACTIVE};
+    `);
+    this.stmt = this.prepare();
+  }
+
+  private prepare() {
+    const db = this.rm.db;
+    return {
+      get: db.prepare<[string], Row>('SELECT * FROM rm_workflows WHERE id = ?'),
+      insert: db.prepare(
+        `INSERT OR IGNORE INTO rm_workflows (id, seq, app_id, environment, name, base_name, version, tag, status, input, output, error, parent_id, parent_seq, schedule_id, created_at, updated_at)
+         VALUES (@id, @seq, @app_id, @environment, @name, @base_name, NULL, @tag, 'running', @input, NULL, NULL, @parent_id, @parent_seq, @schedule_id, @at, @at)`,
+      ),
+      version: db.prepare<[string, number, string]>('UPDATE rm_workflows SET version = coalesce(version, ?), updated_at = ? WHERE id = ?'),
+      touch: db.prepare<[number, string]>('UPDATE rm_workflows SET updated_at = ? WHERE id = ?'),
+      status: db.prepare<[string, string | null, string | null, number, string]>(
+        `UPDATE rm_workflows SET status = ?, output = coalesce(?, output), error = coalesce(?, error), updated_at = ? WHERE id = ? AND status NOT IN ${FINAL}`,
+      ),
+      activeByName: db.prepare<[string, string, string, string], Row>(
+        `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
+      ),
+      activeByTag: db.prepare<[string, string, string, string, string], Row>(
+        `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND tag = ? AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
+      ),
+      inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_workflows WHERE ${ACTIVE}`),
+    };
+  }
 
   get(appId: string, environment: string, id: string): WorkflowView | undefined {
-    const view = this.byId.get(id);
-    return view && view.appId === appId && view.environment === environment ? view : undefined;
+    const row = this.stmt.get.get(id);
+    return row && row.app_id === appId && row.environment === environment ? toView(row) : undefined;
   }
 
-  /** Not-final workflows of that name (and tag), oldest first. */
+  /** Any workflow by id, whatever its app. */
+  getById(id: string): WorkflowView | undefined {
+    const row = this.stmt.get.get(id);
+    return row ? toView(row) : undefined;
+  }
+
+  /** Not-final workflows of that name (or base name) and tag, ordered by id. */
   active(appId: string, environment: string, name: string, tag?: string | null): WorkflowView[] {
-    const ids = tag == null ? this.activeByName.get(key(appId, environment, name)) : this.activeByTag.get(key(appId, environment, name, tag));
-    if (!ids) return [];
-    return [...ids].map((id) => this.byId.get(id)!).sort((a, b) => (a.id < b.id ? -1 : 1));
+    const rows = tag == null ? this.stmt.activeByName.all(appId, environment, name, name) : this.stmt.activeByTag.all(appId, environment, tag, name, name);
+    return rows.map(toView);
   }
 
-  list(filter: WorkflowFilter): WorkflowView[] {
-    const all = this.byScope.get(key(filter.appId, filter.environment)) ?? [];
-    return all.filter(
-      (w) =>
-        (filter.name == null || w.name === filter.name || baseName(w.name) === filter.name) &&
-        (filter.tag == null || w.tag === filter.tag) &&
-        (filter.status == null || w.status === filter.status),
-    );
-  }
-
-  get size(): number {
-    return this.byId.size;
-  }
-
-  apply(event: WorkflowEvent, id: string, at: Date): void {
-    if (event.type === 'WorkflowDispatched') {
-      if (this.byId.has(id)) return;
-      const d = event.data;
-      const view: WorkflowView = {
-        id,
-        appId: d.appId,
-        environment: d.environment,
-        name: d.name,
-        version: null,
-        tag: d.tag,
-        status: 'running',
-        input: d.input,
-        output: undefined,
-        error: null,
-        parentId: d.parent?.workflowId ?? null,
-        scheduleId: d.scheduleId,
-        createdAt: at,
-        updatedAt: at,
-      };
-      this.byId.set(id, view);
-      const scope = key(d.appId, d.environment);
-      const list = this.byScope.get(scope);
-      if (list) list.push(view);
-      else this.byScope.set(scope, [view]);
-      this.index(view, true);
-      return;
+  /** One page of the workflows matching `filter`, in dispatch order, after the workflow `after`. */
+  page(filter: WorkflowFilter, first: number, after?: string | null): Page<WorkflowView> {
+    const where = ['app_id = @appId', 'environment = @environment'];
+    const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
+    if (filter.name != null) {
+      where.push('(name = @name OR base_name = @name)');
+      params.name = filter.name;
     }
-    const view = this.byId.get(id);
-    if (!view) return;
+    if (filter.tag != null) {
+      where.push('tag = @tag');
+      params.tag = filter.tag;
+    }
+    if (filter.status != null) {
+      where.push('status = @status');
+      params.status = filter.status;
+    }
+    return pageOf(this.rm, 'rm_workflows', where, params, first, after, toView);
+  }
+
+  inFlightStreams(): string[] {
+    return this.stmt.inFlight.all().map((r) => `workflow-${r.id}`);
+  }
+
+  project(stored: StoredEvent): void {
+    const { streamId, recordedAt, position } = stored.recorded;
+    const id = streamId.slice('workflow-'.length);
+    const at = recordedAt.getTime();
+    const event = { type: stored.type, data: stored.data } as WorkflowEvent;
     switch (event.type) {
+      case 'WorkflowDispatched': {
+        const d = event.data;
+        this.stmt.insert.run({
+          id,
+          seq: Number(position),
+          app_id: d.appId,
+          environment: d.environment,
+          name: d.name,
+          base_name: baseName(d.name),
+          tag: d.tag,
+          input: JSON.stringify(d.input),
+          parent_id: d.parent?.workflowId ?? null,
+          parent_seq: d.parent?.seq ?? null,
+          schedule_id: d.scheduleId,
+          at,
+        });
+        return;
+      }
       case 'DecisionStarted':
-        view.version ??= event.data.version;
+        this.stmt.version.run(event.data.version, at, id);
         return;
       case 'WorkflowPaused':
-        return this.setStatus(view, 'paused', at);
+        return this.setStatus(id, 'paused', at);
       case 'WorkflowResumed':
-        return this.setStatus(view, 'running', at);
+        return this.setStatus(id, 'running', at);
       case 'WorkflowTerminated':
-        return this.setStatus(view, 'terminated', at);
+        return this.setStatus(id, 'terminated', at);
       case 'WorkflowCompleted':
-        view.output = event.data.result;
-        return this.setStatus(view, 'completed', at);
+        return this.setStatus(id, 'completed', at, toJson(event.data.result));
       case 'WorkflowFailed':
-        view.error = event.data.error;
-        return this.setStatus(view, 'failed', at);
+        return this.setStatus(id, 'failed', at, null, JSON.stringify(event.data.error));
       default:
-        view.updatedAt = at;
+        this.stmt.touch.run(at, id);
     }
   }
 
-  private setStatus(view: WorkflowView, status: WorkflowStatus, at: Date): void {
-    if (FINAL_STATUSES.has(view.status)) return;
-    view.status = status;
-    view.updatedAt = at;
-    if (FINAL_STATUSES.has(status)) this.index(view, false);
+  private setStatus(id: string, status: WorkflowStatus, at: number, output: string | null = null, error: string | null = null): void {
+    this.stmt.status.run(status, output, error, at, id);
   }
+}
 
-  private index(view: WorkflowView, add: boolean): void {
-    const names = new Set([view.name, baseName(view.name)]);
-    for (const name of names) {
-      toggle(this.activeByName, key(view.appId, view.environment, name), view.id, add);
-      if (view.tag !== null) toggle(this.activeByTag, key(view.appId, view.environment, name, view.tag), view.id, add);
+/**
+ * A page in `seq` order of the rows of `table` matching `where`: after the row `after` when it
+ * matches, else after the first matching row whose id sorts after it (ids are time-ordered).
+ */
+export function pageOf<R extends { id: string; seq: number }, V>(
+  rm: ReadModelDb,
+  table: string,
+  where: string[],
+  params: Record<string, unknown>,
+  first: number,
+  after: string | null | undefined,
+  toView: (row: R) => V,
+): Page<V> {
+  const clause = where.join(' AND ');
+  const total = (rm.db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${clause}`).get(params) as { n: number }).n;
+  let from = -Infinity;
+  let inclusive = false;
+  if (after) {
+    const cursor = rm.db.prepare(`SELECT seq FROM ${table} WHERE ${clause} AND id = @after`).get({ ...params, after }) as { seq: number } | undefined;
+    if (cursor) from = cursor.seq;
+    else {
+      const next = rm.db.prepare(`SELECT min(seq) AS seq FROM ${table} WHERE ${clause} AND id > @after`).get({ ...params, after }) as { seq: number | null };
+      from = next.seq ?? Infinity;
+      inclusive = true;
     }
   }
-}
-
-function toggle(index: Map<string, Set<string>>, k: string, id: string, add: boolean): void {
-  let ids = index.get(k);
-  if (add) {
-    if (!ids) index.set(k, (ids = new Set()));
-    ids.add(id);
-  } else if (ids) {
-    ids.delete(id);
-    if (ids.size === 0) index.delete(k);
-  }
-}
-
-@Projection(['WorkflowDispatched', 'DecisionStarted', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
-export class WorkflowsProjection implements IEventHandler<StoredEvent> {
-  constructor(private readonly model: WorkflowsReadModel) {}
-
-  handle(stored: StoredEvent): void {
-    const id = stored.recorded.streamId.slice('workflow-'.length);
-    this.model.apply({ type: stored.type, data: stored.data } as WorkflowEvent, id, stored.recorded.recordedAt);
-  }
+  const rows =
+    from === Infinity
+      ? []
+      : (rm.db
+          .prepare(`SELECT * FROM ${table} WHERE ${clause}${from === -Infinity ? '' : ` AND seq ${inclusive ? '>=' : '>'} @from`} ORDER BY seq LIMIT @limit`)
+          .all(from === -Infinity ? { ...params, limit: first + 1 } : { ...params, from, limit: first + 1 }) as R[]);
+  const nodes = rows.slice(0, first).map(toView);
+  const last = rows.length > 0 ? rows[Math.min(rows.length, first) - 1] : undefined;
+  return { nodes, totalCount: total, pageInfo: { endCursor: nodes.length > 0 ? last!.id : null, hasNextPage: rows.length > first } };
 }

@@ -9,6 +9,7 @@ import { isUuid } from '../../shared/ids.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { ScheduleConnection, ScheduleStatusValue, ScheduleType, toScheduleType } from '../schedule.types.js';
+import { ReadFence } from '../../event-store/read-fence.js';
 import { SchedulesReadModel } from '../schedules.read-model.js';
 
 @InputType({ description: 'Which schedules to list.' })
@@ -35,19 +36,22 @@ export class ScheduleQueriesResolver {
   constructor(
     private readonly model: SchedulesReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly fence: ReadFence,
   ) {}
 
   @Query(() => ScheduleType, { nullable: true, description: 'One schedule by id (null when the app has no such schedule).' })
-  schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): ScheduleType | null {
+  async schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<ScheduleType | null> {
     assertScope(principal, args.appId, args.environment);
+    await this.fence.upToHead();
     const view = this.model.get(args.appId, args.environment, args.id);
     return view ? toScheduleType(view, this.model) : null;
   }
 
   @Query(() => ScheduleConnection, { description: 'Schedules of an app and environment, oldest first, filtered and paginated.' })
-  schedules(@CurrentPrincipal() principal: Principal, @Args() args: SchedulesArgs): ScheduleConnection {
+  async schedules(@CurrentPrincipal() principal: Principal, @Args() args: SchedulesArgs): Promise<ScheduleConnection> {
     const { filter } = args;
     assertScope(principal, filter.appId, filter.environment);
+    await this.fence.upToHead();
     const views = this.model.list({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state });
     const page = paginate(views, args.first ?? 50, args.after);
     return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
@@ -58,6 +62,7 @@ export class ScheduleQueriesResolver {
   })
   async scheduleHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
+    await this.fence.upToHead();
     if (!isUuid(args.id) || !this.model.get(args.appId, args.environment, args.id)) throw new NotFoundError('schedule', args.id);
     return readHistory(this.store, `schedule-${args.id}`, args);
   }

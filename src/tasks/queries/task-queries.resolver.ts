@@ -1,6 +1,7 @@
 import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
 import { IsOptional, IsString } from 'class-validator';
-import { AppScopedIdArgs, AppScopedInput, PageArgs, paginate } from '../../graphql/common.types.js';
+import { ReadFence } from '../../event-store/read-fence.js';
+import { AppScopedIdArgs, AppScopedInput, PageArgs } from '../../graphql/common.types.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { TaskConnection, TaskState, TaskType, toTaskType } from '../task.types.js';
@@ -26,19 +27,24 @@ class TasksArgs extends PageArgs {
 
 @Resolver(() => TaskType)
 export class TaskQueriesResolver {
-  constructor(private readonly readModel: TasksReadModel) {}
+  constructor(
+    private readonly readModel: TasksReadModel,
+    private readonly fence: ReadFence,
+  ) {}
 
   @Query(() => TaskType, { nullable: true, description: 'One standalone task by id (null when the app has no such task).' })
-  task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): TaskType | null {
+  async task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<TaskType | null> {
     assertScope(principal, args.appId, args.environment);
+    await this.fence.upToHead();
     const view = this.readModel.get(args.appId, args.environment, args.id);
     return view ? toTaskType(view) : null;
   }
 
   @Query(() => TaskConnection, { description: 'Standalone tasks of an app and environment, oldest first.' })
-  tasks(@CurrentPrincipal() principal: Principal, @Args() args: TasksArgs): TaskConnection {
+  async tasks(@CurrentPrincipal() principal: Principal, @Args() args: TasksArgs): Promise<TaskConnection> {
     assertScope(principal, args.filter.appId, args.filter.environment);
-    const page = paginate(this.readModel.list({ ...args.filter, status: args.filter.state }), args.first ?? 50, args.after);
+    await this.fence.upToHead();
+    const page = this.readModel.page({ ...args.filter, status: args.filter.state }, args.first ?? 50, args.after);
     return { ...page, nodes: page.nodes.map(toTaskType) };
   }
 }

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { ReadFence } from '../../event-store/read-fence.js';
 import { CommandContext, DeciderRunner } from '../../event-store/decider-runner.js';
 import { contextFor } from '../../shared/command-context.js';
 import { assertScope } from '../../tokens/principal.js';
@@ -35,18 +36,33 @@ const BATCH = 256;
  */
 @Injectable()
 export class SelectorActions {
+  private readonly logger = new Logger('Selectors');
+
   constructor(
     private readonly workflows: WorkflowsReadModel,
     private readonly runner: DeciderRunner,
+    private readonly fence: ReadFence,
   ) {}
 
-  select(appId: string, environment: string, selector: Selector): WorkflowView[] {
+  /**
+   * What the selector picks once this instance's read models include the store's head, so a
+   * workflow acknowledged by any instance before this call is found.
+   */
+  async select(appId: string, environment: string, selector: Selector): Promise<WorkflowView[]> {
+    const at = await this.fence.upToHead();
     if ('id' in selector) {
       const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id) : undefined;
-      if (!view) throw new NotFoundError('workflow', selector.id);
+      if (!view) {
+        this.logger.log(`selector { id: ${selector.id} } in ${appId}/${environment}: no such workflow at position ${at}`);
+        throw new NotFoundError('workflow', selector.id);
+      }
       return [view];
     }
-    return this.workflows.active(appId, environment, selector.name, selector.tag);
+    const matched = this.workflows.active(appId, environment, selector.name, selector.tag);
+    if (matched.length === 0) {
+      this.logger.log(`selector ${JSON.stringify(selector)} in ${appId}/${environment} matched no running or paused workflow at position ${at}`);
+    }
+    return matched;
   }
 
   async apply(principal: Principal, input: SelectorActionInput, command: WorkflowCommand): Promise<SelectorActionResult> {
@@ -61,7 +77,7 @@ export class SelectorActions {
     command: WorkflowCommand,
     options: { eventId?: (workflowId: string) => string } = {},
   ): Promise<SelectorActionResult> {
-    const matched = this.select(context.appId, context.environment, selector);
+    const matched = await this.select(context.appId, context.environment, selector);
     let changed = 0;
     for (let i = 0; i < matched.length; i += BATCH) {
       const results = await Promise.all(

@@ -1,4 +1,4 @@
-import { Map as IMap } from 'immutable';
+import { Map as IMap, Set as ISet } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
 import { BadUserInputError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
@@ -50,7 +50,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   TaskDispatchRequested: { seq: number; taskId: string; name: string; args: Json[] };
   ControlRequested: { seq: number; selector: Selector; action: string; event: { name: string; data: Json[] } | null };
   ControlApplied: { seq: number; matched: number; changed: number };
-  WorkflowEventReceived: { name: string; data: Json[] };
+  /** `causeId`: the effect that delivered it (a workflow's `select().send`), so a repeat is recognised. */
+  WorkflowEventReceived: { name: string; data: Json[]; causeId?: string };
   WorkflowPaused: Record<string, never>;
   WorkflowResumed: Record<string, never>;
   WorkflowTerminated: { reason: string | null };
@@ -135,6 +136,10 @@ export type WorkflowState =
       tasks: IMap<number, WorkflowTask>;
       timers: IMap<number, { fireAt: number; status: 'started' | 'fired' | 'canceled' }>;
       children: IMap<number, { childId: string; status: 'started' | 'completed' | 'failed' }>;
+      /** Causes of cross-stream effects already applied here (see DeliverEvent's `causeId`). */
+      causes?: ISet<string>;
+      /** Sequence numbers of `ControlRequested`s whose `ControlApplied` is recorded. */
+      controlsApplied?: ISet<number>;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -155,7 +160,7 @@ export type WorkflowCommand =
   | { type: 'PauseWorkflow' }
   | { type: 'ResumeWorkflow' }
   | { type: 'TerminateWorkflow'; reason: string | null }
-  | { type: 'DeliverEvent'; name: string; data: Json[] }
+  | { type: 'DeliverEvent'; name: string; data: Json[]; causeId?: string }
   | { type: 'StartDecision'; decisionId: string; workerId: string; workflows: string[]; now: number; leaseMs: number }
   | {
       type: 'CompleteDecision';
@@ -239,7 +244,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'TerminateWorkflow':
         return final ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason } }];
       case 'DeliverEvent':
-        return final ? [] : [{ type: 'WorkflowEventReceived', data: { name: command.name, data: command.data } }];
+        if (final || (command.causeId !== undefined && state.causes?.has(command.causeId))) return [];
+        return [{ type: 'WorkflowEventReceived', data: command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId } }];
 
       case 'StartDecision': {
         if (!decisionClaimable(state, command.now)) throw new ConflictError('no decision is pending for this workflow');
@@ -336,6 +342,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return withSeq(decideFail(taskOf(state, command.seq).attempt, command, command.seq));
 
       case 'RecordControlApplied':
+        if (state.controlsApplied?.has(command.seq)) return [];
         return [{ type: 'ControlApplied', data: { seq: command.seq, matched: command.matched, changed: command.changed } }];
 
       case 'ResolveChild': {
@@ -440,7 +447,9 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, needsDecision: true, children: state.children.set(event.data.seq, { ...child, status }) };
       }
       case 'WorkflowEventReceived':
-        return { ...state, needsDecision: true };
+        return event.data.causeId === undefined
+          ? { ...state, needsDecision: true }
+          : { ...state, needsDecision: true, causes: (state.causes ?? ISet<string>()).add(event.data.causeId) };
       case 'WorkflowPaused':
         return { ...state, status: 'paused' };
       case 'WorkflowResumed':
@@ -451,6 +460,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, status: 'completed', needsDecision: false };
       case 'WorkflowFailed':
         return { ...state, status: 'failed', needsDecision: false };
+      case 'ControlApplied':
+        return { ...state, controlsApplied: (state.controlsApplied ?? ISet<number>()).add(event.data.seq) };
       default:
         // TaskDispatchRequested, ControlRequested, ControlApplied change nothing here; a type this
         // version does not know (a newer Baton wrote it) is skipped, never fatal.

@@ -2,7 +2,8 @@ import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
 import { IsOptional, IsString } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
-import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
+import { ReadFence } from '../../event-store/read-fence.js';
+import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
@@ -38,26 +39,30 @@ export class WorkflowQueriesResolver {
   constructor(
     private readonly readModel: WorkflowsReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly fence: ReadFence,
   ) {}
 
   @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
-  workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): WorkflowType | null {
+  async workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<WorkflowType | null> {
     assertScope(principal, args.appId, args.environment);
+    await this.fence.upToHead();
     const view = this.readModel.get(args.appId, args.environment, args.id);
     return view ? toWorkflowType(view) : null;
   }
 
   @Query(() => WorkflowConnection, { description: 'Workflows of an app and environment, oldest first, filtered and paginated.' })
-  workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs): WorkflowConnection {
+  async workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs): Promise<WorkflowConnection> {
     const { filter } = args;
     assertScope(principal, filter.appId, filter.environment);
-    const page = paginate(this.readModel.list({ ...filter, status: filter.state }), args.first ?? 50, args.after);
+    await this.fence.upToHead();
+    const page = this.readModel.page({ ...filter, status: filter.state }, args.first ?? 50, args.after);
     return { ...page, nodes: page.nodes.map(toWorkflowType) };
   }
 
   @Query(() => [HistoryEvent], { description: 'Every event of a workflow\'s history, in order, as stored.' })
   async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
+    await this.fence.upToHead();
     if (!this.readModel.get(args.appId, args.environment, args.id)) throw new NotFoundError('workflow', args.id);
     return readHistory(this.store, `workflow-${args.id}`, args);
   }

@@ -1,0 +1,52 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { StoreUnavailable } from '../shared/errors.js';
+import { EVENT_STORE, type EventStore } from './event-store.port.js';
+import { ProjectionRunner } from './projection-runner.js';
+import { notePosition } from './request-position.js';
+
+const DEADLINE_MS = 10_000;
+
+/**
+ * Read-your-writes across instances. A read that decides what a mutation acts on (a selector,
+ * a token lookup that missed) and the queries first bring this instance's read models up to the
+ * store's head: whatever any instance acknowledged before the read began is then visible.
+ * Already there, it costs one head read (`SELECT max(position)` on SQLite).
+ */
+@Injectable()
+export class ReadFence {
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly projections: ProjectionRunner,
+  ) {}
+
+  /** Waits until the read models include the store's head (and `min`); returns the position read to. */
+  async upToHead(min?: bigint): Promise<bigint> {
+    const head = (await this.store.headPosition()) ?? -1n;
+    return this.atLeast(min !== undefined && min > head ? min : head);
+  }
+
+  /** Waits until the read models include `position` (a client's `x-baton-min-position`). */
+  async atLeast(position: bigint): Promise<bigint> {
+    if (position > this.projections.checkpoint) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new StoreUnavailable(`read models did not reach position ${position} within ${DEADLINE_MS / 1000} s (at ${this.projections.checkpoint}; ${this.projections.notReadyReason ?? 'behind'})`)),
+          DEADLINE_MS,
+        );
+      });
+      try {
+        await Promise.race([this.projections.waitFor(position), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    const at = this.projections.checkpoint;
+    notePosition(at);
+    return at;
+  }
+
+  get position(): bigint {
+    return this.projections.checkpoint;
+  }
+}

@@ -1,0 +1,54 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/**
+ * The SQLite database the durable read models and the effects reactor's checkpoint live in.
+ * With the embedded store it is the store's own file (tables `rm_*`, next to `events`), shared
+ * by every instance on that file: a batch is applied only past the shared checkpoint, in the
+ * same transaction that moves it, so two instances never apply an event twice. Next to
+ * EventStoreDB it is a file per instance (`READ_MODEL_PATH`, default
+ * `./data/read-models-<host>.db`).
+ */
+export class ReadModelDb {
+  readonly db: Database.Database;
+  private readonly getCheckpoint: Database.Statement<[string], { position: number }>;
+  private readonly putCheckpoint: Database.Statement<[string, number]>;
+
+  constructor(readonly file: string) {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    // The log is the source of truth: a read model lost in a power cut is rebuilt from its
+    // checkpoint, so its commits need not wait for the disk.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 10000');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS rm_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)`);
+    this.getCheckpoint = this.db.prepare('SELECT position FROM rm_checkpoints WHERE name = ?');
+    this.putCheckpoint = this.db.prepare(
+      `INSERT INTO rm_checkpoints (name, position) VALUES (?, ?)
+       ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)`,
+    );
+  }
+
+  /** The last position folded into `name` (-1 when nothing was). */
+  checkpoint(name: string): bigint {
+    const row = this.getCheckpoint.get(name);
+    return row ? BigInt(row.position) : -1n;
+  }
+
+  /** Moves `name` forward to `position` (never back). */
+  saveCheckpoint(name: string, position: bigint): void {
+    this.putCheckpoint.run(name, Number(position));
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+export const READ_MODEL_DB = Symbol('READ_MODEL_DB');
+
+/** JSON text column helpers. */
+export const toJson = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
+export const fromJson = <T>(text: string | null): T | undefined => (text === null ? undefined : (JSON.parse(text) as T));

@@ -1,0 +1,120 @@
+/**
+ * Durable, checkpointed read models and a checkpointed effects reactor, through the real
+ * service: a restart resumes from its checkpoint (no full replay), an unknown event type in the
+ * log is skipped with a warning, a projection subscription that dies is restarted while
+ * /health says not ready, and a cross-stream effect that hits a transient store fault
+ * (injected with the test-only BATON_FAULTS switch) is retried and applied once.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT, Service, freshStoreUrl, startService } from '../support/service.js';
+import { startWorker, FixtureWorker } from '../support/worker.js';
+import { waitFor } from '../support/wait-for.js';
+import { Engine } from '../engine/engine-helpers.js';
+import { Client, unique } from './api-helpers.js';
+
+async function health(service: Service): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${service.url}/health`);
+  return { status: response.status, body: await response.json() };
+}
+
+async function appendRaw(storeUrl: string, streamId: string, type: string, data: unknown): Promise<void> {
+  const { SqliteEventStore } = await import(pathToFileURL(join(ROOT, 'dist/src/event-store/sqlite/sqlite-event-store.js')).href);
+  const store = new SqliteEventStore(storeUrl.slice('sqlite:'.length));
+  try {
+    await store.append(streamId, [{ id: crypto.randomUUID(), type, data, metadata: {} }]);
+  } finally {
+    await store.close();
+  }
+}
+
+describe('durable read models', () => {
+  const services: Service[] = [];
+  const workers: FixtureWorker[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await Promise.all(services.splice(0).map((s) => s.stop()));
+  });
+
+  it('a restart resumes from its checkpoint: no replay of what was already folded, same answers', async () => {
+    const storeUrl = freshStoreUrl();
+    const first = await startService({ storeUrl });
+    services.push(first);
+    const api = new Client(first, 'demo', 'dev');
+    const name = unique('Durable');
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push(await api.dispatchWorkflow(name, { tag: `n:${i % 3}`, input: `[${i}]` }));
+    await api.act('pause', { name, tag: 'n:1' });
+    const before = await api.workflows({ name }, { first: 7 });
+    const fresh = await health(first);
+    expect(fresh.body.projections.resumedFrom).toBe('-1');
+    await first.stop();
+    services.length = 0;
+
+    const second = await startService({ storeUrl });
+    services.push(second);
+    const { body } = await health(second);
+    expect(BigInt(body.projections.resumedFrom)).toBeGreaterThanOrEqual(41n);
+    // Only what happened after the last batch of the first run (its shutdown) is folded again.
+    expect(body.projections.replayedEvents).toBeLessThanOrEqual(2);
+    const api2 = new Client({ ...second, token: first.token } as Service, 'demo', 'dev');
+    expect(await api2.workflows({ name }, { first: 7 })).toEqual(before);
+    expect((await api2.workflows({ name, state: 'PAUSED' }, { first: 500 })).totalCount).toBe(10);
+    expect(await api2.act('send', { name, tag: 'n:2' }, { name: 'Go', data: '[]' })).toMatchObject({ matched: 10, changed: 10 });
+  });
+
+  it('an unknown event type in the log is skipped with a warning, never fatal', async () => {
+    const storeUrl = freshStoreUrl();
+    const first = await startService({ storeUrl });
+    services.push(first);
+    const api = new Client(first, 'demo', 'dev');
+    const before = await api.dispatchWorkflow(unique('Before'));
+    // Written by "a newer Baton" while this one runs, and present at the next start.
+    await appendRaw(storeUrl, `workflow-${before}`, 'WorkflowFromTheFuture', { hello: 'world' });
+    const after = await api.dispatchWorkflow(unique('After'));
+    expect(await api.state(after)).toBe('RUNNING');
+    await waitFor(() => /skipping events of unknown type WorkflowFromTheFuture/.test(first.output()), { description: 'the warning' });
+    await first.stop();
+    services.length = 0;
+    const second = await startService({ storeUrl, env: { READ_MODEL_PATH: join(storeUrl.slice('sqlite:'.length), '..', 'elsewhere.db') } });
+    services.push(second);
+    expect(second.output()).toMatch(/skipping events of unknown type WorkflowFromTheFuture/);
+    expect((await health(second)).status).toBe(200);
+    expect(await new Client({ ...second, token: first.token } as Service, 'demo', 'dev').state(after)).toBe('RUNNING');
+  });
+
+  it('a projection subscription that dies is restarted with backoff; /health is 503 with the reason meanwhile', async () => {
+    const service = await startService({ env: { BATON_FAULTS: 'projection-drop:WorkflowPaused:1500', LOG_LEVEL: 'info' } });
+    services.push(service);
+    const api = new Client(service, 'demo', 'dev');
+    const id = await api.dispatchWorkflow(unique('Dropped'));
+    expect((await health(service)).status).toBe(200);
+    const paused = api.act('pause', { id });
+    const down = await waitFor(async () => {
+      const h = await health(service);
+      return h.status === 503 ? h : null;
+    }, { timeoutMs: 5000, description: '/health 503' });
+    expect(down.body.reason).toMatch(/projection subscription stopped at position \d+: injected fault/);
+    await waitFor(async () => (await health(service)).status === 200, { timeoutMs: 10_000, description: '/health 200 again' });
+    expect(await paused).toMatchObject({ matched: 1, changed: 1 });
+    expect(await api.state(id)).toBe('PAUSED');
+    expect(service.output()).toMatch(/projection subscription restarted at position \d+/);
+  });
+
+  it('a cross-stream effect that hits a transient store fault is retried and applied once', async () => {
+    const service = await startService({ env: { BATON_FAULTS: 'append-unavailable:ChildWorkflowCompleted:2', LOG_LEVEL: 'info' } });
+    services.push(service);
+    const environment = unique('faults');
+    workers.push(await startWorker({ url: service.url, token: service.token, environment }));
+    const engine = new Engine(service, environment);
+    const parent = await engine.dispatch('Parent', ['kid:faulty']);
+    await engine.waitForEventType(parent, 'ChildWorkflowStarted');
+    await waitFor(async () => (await engine.send({ name: 'Child', tag: 'kid:faulty' }, 'release', 7)).matched === 1, { timeoutMs: 10_000, description: 'the child' });
+    const done = await engine.waitForState(parent);
+    expect(done.result.parentGot.released).toBe(7);
+    expect((await engine.history(parent)).filter((e) => e.type === 'ChildWorkflowCompleted')).toHaveLength(1);
+    expect(service.output()).toMatch(/effect of WorkflowCompleted at \d+ .* failed, retrying in \d+ ms: injected fault/);
+    expect((await health(service)).body.effects.retries).toBe(2);
+  }, 30_000);
+});
