@@ -34,10 +34,9 @@ export class TokensReadModel {
     return { tokenId: view.tokenId, apps: view.apps, environments: view.environments };
   }
 
-  get activeCount(): number {
-    let n = 0;
-    for (const t of this.tokens.values()) if (t.revokedAt === null) n++;
-    return n;
+  /** Whether any token was ever created on this store, revoked ones included. */
+  get everIssued(): boolean {
+    return this.tokens.size > 0;
   }
 }
 
