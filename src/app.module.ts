@@ -8,7 +8,8 @@ import { EventStoreModule } from './event-store/event-store.module.js';
 import { ExplorerModule } from './explorer/explorer.module.js';
 import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
-import { queryLimitsRule } from './graphql/query-limits.js';
+import { noSubscriptionsRule, queryLimitsRule } from './graphql/query-limits.js';
+import { responseBudgetPlugin } from './graphql/response-budget.js';
 import { HealthController } from './health/health.controller.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
@@ -49,9 +50,12 @@ export class AppModule {
           introspection: true,
           includeStacktraceInErrorResponses: false,
           formatError,
-          validationRules: [queryLimitsRule(config.maxQueryDepth, config.maxQueryCost)],
+          validationRules: [
+            noSubscriptionsRule,
+            queryLimitsRule({ maxDepth: config.maxQueryDepth, maxCost: config.maxQueryCost, maxComplexity: config.maxQueryComplexity }),
+          ],
           graphiql: false,
-          plugins: [sandboxLandingPage()],
+          plugins: [sandboxLandingPage(), responseBudgetPlugin(config.maxResponseBytes)],
         }),
         WorkflowsModule,
         TasksModule,

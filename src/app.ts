@@ -7,7 +7,7 @@ import { type BatonConfig } from './config/config.js';
 import { batonValidationPipe } from './graphql/validation.pipe.js';
 import { ProjectionRunner } from './event-store/projection-runner.js';
 import { ReadFence } from './event-store/read-fence.js';
-import { HttpErrorsFilter } from './graphql/http-errors.filter.js';
+import { HttpErrorsFilter, answerClientError, answerFrameworkError } from './graphql/http-errors.filter.js';
 import { installAuth } from './tokens/auth.hook.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
 
@@ -23,7 +23,12 @@ const LEVELS: Record<BatonConfig['logLevel'], LogLevel[]> = {
  * as GraphQL errors, validation on every input; then rebuilds the read models from the log.
  */
 export async function createApp(config: BatonConfig): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimitBytes, trustProxy: true });
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: true,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
+  });
   const fastify = adapter.getInstance();
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.with(config), adapter, {
     logger: LEVELS[config.logLevel],

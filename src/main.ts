@@ -24,7 +24,8 @@ async function main(): Promise<void> {
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('0.0.0.0', 'localhost');
   logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind})`);
 
-  if (config.bootstrapToken && app.get(TokensReadModel).activeCount === 0) {
+  // Only on a store that never had a token: after an operator revoked every token, none comes back.
+  if (config.bootstrapToken && !app.get(TokensReadModel).everIssued) {
     const { token } = await createToken(app.get<EventStore>(EVENT_STORE), { apps: ['demo'], label: 'bootstrap' });
     process.stdout.write(
       [

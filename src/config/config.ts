@@ -1,4 +1,6 @@
 import { hostname } from 'node:os';
+import { DEFAULT_LIMITS } from '../shared/limits.js';
+
 /**
  * Baton's configuration: environment variables only, validated once at start-up. A bad value
  * stops the service with a message that names the variable and what it accepts.
@@ -20,8 +22,22 @@ export interface BatonConfig {
   exampleWorker: boolean;
   /** Environments of app `demo` the example worker serves. */
   exampleEnvironments: string[];
-  /** Largest JSON `input`/`data` string, in bytes. */
+  /** Largest JSON `input`/`data`/result/commands string, in bytes (public and worker inputs). */
   maxPayloadBytes: number;
+  /** Deepest nesting of arrays and objects in a JSON input. */
+  maxJsonDepth: number;
+  /** Most elements of one array (or keys of one object) in a JSON input. */
+  maxJsonArrayLength: number;
+  /** Longest string (or object key) in a JSON input, in characters. */
+  maxJsonStringLength: number;
+  /** Most items in one worker report (decisions plus tasks) or heartbeat. */
+  maxReportItems: number;
+  /** Estimated values an answer may hold: fields times the list sizes they sit under. */
+  maxQueryComplexity: number;
+  /** Largest GraphQL answer, in bytes of JSON; a bigger one is replaced by PAYLOAD_TOO_LARGE. */
+  maxResponseBytes: number;
+  /** Most pollWork requests one token may have waiting at once. */
+  maxPollsPerToken: number;
   /** How long a claimed decision or task attempt may go without a heartbeat. */
   leaseMs: number;
   /** Most missed schedule time that is still fired on start. */
@@ -95,7 +111,14 @@ export function loadConfig(env: Env = process.env): BatonConfig {
       .split(',')
       .map((e) => e.trim())
       .filter((e) => e.length > 0),
-    maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 256 * 1024, 2, 16 * 1024 * 1024),
+    maxPayloadBytes: int('MAX_PAYLOAD_BYTES', DEFAULT_LIMITS.payloadBytes, 2, 16 * 1024 * 1024),
+    maxJsonDepth: int('MAX_JSON_DEPTH', DEFAULT_LIMITS.jsonDepth, 1, 1_000),
+    maxJsonArrayLength: int('MAX_JSON_ARRAY_LENGTH', DEFAULT_LIMITS.arrayLength, 1, 10_000_000),
+    maxJsonStringLength: int('MAX_JSON_STRING_LENGTH', DEFAULT_LIMITS.stringLength, 1, 16 * 1024 * 1024),
+    maxReportItems: int('MAX_REPORT_ITEMS', DEFAULT_LIMITS.reportItems, 1, 100_000),
+    maxQueryComplexity: int('MAX_QUERY_COMPLEXITY', 100_000, 10, 100_000_000),
+    maxResponseBytes: int('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 64, 1, 100_000),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),

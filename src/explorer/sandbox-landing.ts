@@ -4,13 +4,20 @@ import { DEFAULT_DOCUMENT, DEFAULT_VARIABLES, TOKEN_STORAGE_KEY, jsonForHtml } f
 import { pageCss } from './explorer.html.js';
 
 export interface SandboxLandingPageOptions {
-  /** Version path of the embeddable Sandbox on Apollo's CDN. */
+  /** Version path of the embeddable Sandbox on Apollo's CDN (default: the pinned `SANDBOX_VERSION`). */
   version?: string;
   /** Where the "offline explorer" link points. */
   explorerPath?: string;
 }
 
 const SANDBOX_CDN = 'https://embeddable-sandbox.cdn.apollographql.com';
+
+/**
+ * The embeddable Sandbox build this page loads, pinned to one immutable build path on Apollo's CDN
+ * (`_latest` would run whatever Apollo publishes next, with the user's API token in its hands).
+ * Moving to a newer build is a reviewed change of this constant.
+ */
+export const SANDBOX_VERSION = '02e2da0fccbe0240ef03d2396d6c98559bab5b06';
 
 /**
  * The page a browser gets for GET /graphql (`Accept: text/html`): it asks for the API token first
@@ -20,7 +27,7 @@ const SANDBOX_CDN = 'https://embeddable-sandbox.cdn.apollographql.com';
  * `graphiql: false` (Nest's own GraphiQL landing page would otherwise be a second one).
  */
 export function sandboxLandingPage(options: SandboxLandingPageOptions = {}): ApolloServerPlugin<BaseContext> {
-  const version = options.version ?? '_latest';
+  const version = options.version ?? SANDBOX_VERSION;
   const explorerPath = options.explorerPath ?? '/explorer';
   return {
     async serverWillStart() {

@@ -29,7 +29,8 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
   const code = formatted.extensions?.code;
   if (typeof code === 'string' && PASS_THROUGH.has(code)) {
     const field = code === 'BAD_USER_INPUT' ? offendingField(formatted.message) : undefined;
-    return { message: formatted.message, locations: formatted.locations, path, extensions: { code, ...(field ? { field } : {}) } };
+    const limit = typeof formatted.extensions?.limit === 'string' ? formatted.extensions.limit : undefined;
+    return { message: formatted.message, locations: formatted.locations, path, extensions: { code, ...(field ? { field } : {}), ...(limit ? { limit } : {}) } };
   }
   logger.error(original instanceof Error ? (original.stack ?? original.message) : String(original));
   return { message: 'Internal server error', path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };

@@ -59,6 +59,16 @@ export class RateLimitedError extends BatonError {
   }
 }
 
+/** A token already has as many long polls waiting as it may (MAX_POLLS_PER_TOKEN). */
+export class TooManyPollsError extends BatonError {
+  readonly code = 'RATE_LIMITED';
+  readonly httpStatus = 429;
+  readonly details = { limit: 'MAX_POLLS_PER_TOKEN' };
+  constructor(limit: number) {
+    super(`this token already has ${limit} pollWork requests waiting (MAX_POLLS_PER_TOKEN); wait for one to answer`);
+  }
+}
+
 export class StoreUnavailable extends BatonError {
   readonly code = 'STORE_UNAVAILABLE';
   readonly httpStatus = 503;

@@ -41,22 +41,33 @@ export function graphqlError(reply: FastifyReply, status: number, code: string, 
 }
 
 /**
- * Every POST to /graphql carries `Authorization: Bearer <token>`. A missing, malformed,
- * unknown or revoked token is answered 401 before GraphQL runs; the scope check per `appId`
- * happens in the resolvers (FORBIDDEN).
+ * Every request that reaches the GraphQL route carries `Authorization: Bearer <token>`, whatever
+ * its shape: the check keys on the route Fastify matched (`routeOptions.url`), not on the raw URL,
+ * so a percent-encoded path, an absolute-form target, a fragment, a query string, GET, HEAD and
+ * OPTIONS are all authenticated and rate limited alike. The one exception is the explorer page: a
+ * GET (or HEAD) with no query string at all that asks for HTML, which Apollo answers with the
+ * landing page and which cannot carry an operation. A missing, malformed, unknown or revoked token
+ * is answered 401 before GraphQL runs; the scope check per `appId` happens in the resolvers (FORBIDDEN).
  */
-export function installAuth(app: FastifyInstance, tokens: TokensReadModel, rateLimitPerMinute: number, fence: () => ReadFence): void {
+export function installAuth(
+  app: FastifyInstance,
+  tokens: TokensReadModel,
+  rateLimitPerMinute: number,
+  fence: () => ReadFence,
+  graphqlPath = '/graphql',
+): void {
   const limiter = new RateLimiter(rateLimitPerMinute);
   const logger = new Logger('Auth');
   // Every request runs in its own position context (see request-position.ts).
   app.addHook('onRequest', (_request, _reply, done) => requestPosition.run({ position: -1n }, done));
   app.addHook('onSend', async (request, reply, payload) => {
     const position = requestPosition.getStore()?.position ?? -1n;
-    if (position >= 0n && request.url.split('?')[0] === '/graphql') reply.header(POSITION_HEADER, position.toString());
+    if (position >= 0n && request.routeOptions.url === graphqlPath) reply.header(POSITION_HEADER, position.toString());
     return payload;
   });
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method !== 'POST' || request.url.split('?')[0] !== '/graphql') return;
+    if (request.routeOptions.url !== graphqlPath) return;
+    if (isLandingPageRequest(request)) return;
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) {
@@ -95,4 +106,21 @@ export function installAuth(app: FastifyInstance, tokens: TokensReadModel, rateL
       }
     }
   });
+}
+
+/**
+ * A browser opening the endpoint: GET or HEAD, asking for HTML, and no query string in the sense
+ * the GraphQL handler reads one (`new URL(url).search`, the very expression it uses), so there is
+ * no operation, variables or persisted-query hash it could run.
+ */
+function isLandingPageRequest(request: FastifyRequest): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  if (!/\btext\/html\b/i.test(request.headers.accept ?? '')) return false;
+  let search: string;
+  try {
+    search = new URL(request.url, 'http://localhost/').search;
+  } catch {
+    return false;
+  }
+  return search === '' && !request.url.includes('?');
 }

@@ -65,7 +65,7 @@ export class TokensReadModel implements DurableProjection {
          VALUES (@token_id, @apps, @environments, @label, @created_at, NULL, @secret_hash)`,
       ),
       revoke: db.prepare<[string, string]>('UPDATE rm_tokens SET revoked_at = ? WHERE token_id = ?'),
-      active: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_tokens WHERE revoked_at IS NULL'),
+      ever: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_tokens'),
     };
   }
 
@@ -83,8 +83,9 @@ export class TokensReadModel implements DurableProjection {
     return this.check(token).principal;
   }
 
-  get activeCount(): number {
-    return this.stmt.active.get()!.n;
+  /** Whether any token was ever created on this store, revoked ones included. */
+  get everIssued(): boolean {
+    return this.stmt.ever.get()!.n > 0;
   }
 
   project(stored: StoredEvent): void {

@@ -1,14 +1,28 @@
+import { Inject } from '@nestjs/common';
 import { Args, Context, Mutation, Query, Resolver } from '@nestjs/graphql';
 import type { FastifyRequest } from 'fastify';
+import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
+import { TooManyPollsError } from '../shared/errors.js';
+import { InputLimits, inputLimits } from '../shared/limits.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
+import { checkHeartbeat, screenReport } from './worker-input-limits.js';
 import { DecisionHistoryInput, HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
 
 /** The worker protocol, on the same endpoint and tokens as the control API. */
 @Resolver()
 export class WorkerProtocolResolver {
-  constructor(private readonly engine: EngineService) {}
+  private readonly limits: InputLimits;
+  /** Long polls waiting right now, per token (MAX_POLLS_PER_TOKEN): one token cannot hold every socket. */
+  private readonly polling = new Map<string, number>();
+
+  constructor(
+    private readonly engine: EngineService,
+    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+  ) {
+    this.limits = inputLimits(config);
+  }
 
   @Mutation(() => [WorkItem], {
     description:
@@ -20,6 +34,9 @@ export class WorkerProtocolResolver {
     @Context('req') req: FastifyRequest | undefined,
   ): Promise<WorkItem[]> {
     assertScope(principal, input.appId, input.environment);
+    const waiting = this.polling.get(principal.tokenId) ?? 0;
+    if (waiting >= this.config.maxPollsPerToken) throw new TooManyPollsError(this.config.maxPollsPerToken);
+    this.polling.set(principal.tokenId, waiting + 1);
     // A worker that goes away mid-poll (shutdown, crash) must not have work claimed for it.
     const gone = new AbortController();
     const socket = req?.raw.socket;
@@ -29,15 +46,20 @@ export class WorkerProtocolResolver {
       return await this.engine.poll(input, gone.signal);
     } finally {
       socket?.off('close', onClose);
+      const left = (this.polling.get(principal.tokenId) ?? 1) - 1;
+      if (left > 0) this.polling.set(principal.tokenId, left);
+      else this.polling.delete(principal.tokenId);
     }
   }
 
   @Mutation(() => ReportWorkResult, {
     description: 'Reports the outcomes of claimed work items (decision commands or failures, task results or errors), several per request.',
   })
-  reportWork(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput): Promise<ReportWorkResult> {
+  async reportWork(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput): Promise<ReportWorkResult> {
     assertScope(principal, input.appId, input.environment);
-    return this.engine.report(input);
+    const screened = screenReport(input, this.limits);
+    const result = await this.engine.report(screened.input);
+    return { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected] };
   }
 
   @Query(() => String, {
@@ -57,6 +79,7 @@ export class WorkerProtocolResolver {
   })
   heartbeat(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The worker and the running task attempts whose leases to extend.' }) input: HeartbeatInput): Promise<HeartbeatResult[]> {
     assertScope(principal, input.appId, input.environment);
+    checkHeartbeat(input, this.limits);
     return this.engine.heartbeat(input);
   }
 }

@@ -96,6 +96,9 @@ export class PollWorkInput extends AppScopedInput {
   waitMs?: number | null;
 }
 
+/** Refs and ids a worker echoes back are short; anything longer is not one of ours. */
+const MAX_REF_LENGTH = 512;
+
 @ObjectType({ description: 'A decision or task attempt claimed by the polling worker, under a lease.' })
 export class WorkItem {
   @Field(() => WorkKind, { description: 'Decision or task.' })
@@ -170,6 +173,7 @@ export class TaskErrorInput {
   @IsOptional()
   @IsInt()
   @Min(0)
+  @Max(365 * 24 * 3_600_000)
   retryAfterMs?: number | null;
 }
 
@@ -177,10 +181,12 @@ export class TaskErrorInput {
 export class DecisionReportInput {
   @Field({ description: 'The `ref` of the DECISION item.' })
   @IsString()
+  @MaxLength(MAX_REF_LENGTH)
   ref: string;
 
   @Field(() => ID, { description: 'The decision id of the item.' })
   @IsString()
+  @MaxLength(MAX_REF_LENGTH)
   decisionId: string;
 
   @Field(() => String, { nullable: true, description: 'Commands as a JSON array (ScheduleTask, StartTimer, CompleteWorkflow, …).' })
@@ -203,6 +209,7 @@ export class DecisionReportInput {
   @Field(() => Int, { nullable: true, description: 'History revision where replay and code disagreed.' })
   @IsOptional()
   @IsInt()
+  @Min(0)
   historyPosition?: number | null;
 }
 
@@ -210,10 +217,12 @@ export class DecisionReportInput {
 export class TaskReportInput {
   @Field({ description: 'The `ref` of the TASK item.' })
   @IsString()
+  @MaxLength(MAX_REF_LENGTH)
   ref: string;
 
   @Field(() => ID, { description: 'The attempt id of the item.' })
   @IsString()
+  @MaxLength(MAX_REF_LENGTH)
   attemptId: string;
 
   @Field(() => String, { nullable: true, description: 'Result as JSON (when the attempt succeeded).' })
@@ -272,9 +281,11 @@ export class ReportWorkResult {
 export class HeartbeatAttemptInput {
   @Field({ description: 'The `ref` of the TASK item.' })
   @IsString()
+  @MaxLength(MAX_REF_LENGTH)
   ref: string;
   @Field(() => ID, { description: 'The attempt id.' })
   @IsString()
+  @MaxLength(MAX_REF_LENGTH)
   attemptId: string;
 }
 

@@ -211,7 +211,7 @@ describe('explorers', () => {
     });
     expect(await storedToken(page)).toBe(service.token);
     expect(recorded.requests.filter((r) => !isLocal(new URL(r.url))).map((r) => r.url)).toEqual([
-      'https://embeddable-sandbox.cdn.apollographql.com/_latest/embeddable-sandbox.umd.production.min.js',
+      'https://embeddable-sandbox.cdn.apollographql.com/02e2da0fccbe0240ef03d2396d6c98559bab5b06/embeddable-sandbox.umd.production.min.js',
     ]);
     expect(recorded.problems).toEqual([]);
     await page.context().close();
@@ -246,7 +246,7 @@ describe('explorers', () => {
     expect(html).toContain('id="token-form"');
     expect(html).toContain('id="token-input"');
     expect(html).toContain('API token');
-    expect(html).toContain('https://embeddable-sandbox.cdn.apollographql.com/_latest/embeddable-sandbox.umd.production.min.js');
+    expect(html).toContain('https://embeddable-sandbox.cdn.apollographql.com/02e2da0fccbe0240ef03d2396d6c98559bab5b06/embeddable-sandbox.umd.production.min.js');
     expect(html).toContain("sharedHeaders: { Authorization: 'Bearer ' + token }");
     expect(html).toContain('dispatchWorkflow');
     expect(html).toContain('href="/explorer"');

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   AppendResult,
@@ -65,9 +65,14 @@ export class SqliteEventStore implements EventStore {
   private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
 
   constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    if (file !== ':memory:') {
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      // Owner-only from the first byte: SQLite gives the -wal and -shm files the mode of the database file.
+      if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+    }
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
+    if (file !== ':memory:') restrictToOwner(file);
     this.db.pragma('synchronous = FULL');
     this.db.pragma('busy_timeout = 10000');
     this.db.exec(`
@@ -357,4 +362,15 @@ function toRecorded(row: EventRow): RecordedEvent {
     metadata: JSON.parse(row.metadata),
     recordedAt: new Date(row.recorded_at),
   };
+}
+
+/** Tightens a store made by an older version (0644) to owner-only, with its -wal and -shm files. */
+function restrictToOwner(file: string): void {
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(path, 0o600);
+    } catch {
+      // absent (no WAL yet) or not ours to change (a read-only mount): nothing to tighten
+    }
+  }
 }

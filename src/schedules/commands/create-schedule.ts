@@ -5,6 +5,7 @@ import { contextFor } from '../../shared/command-context.js';
 import { CLOCK, type Clock } from '../../shared/clock.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { parseJsonArray } from '../../shared/json.js';
+import { inputLimits } from '../../shared/limits.js';
 import { assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { normalizeTimezone, validateCron } from '../domain/cron.js';
@@ -36,7 +37,7 @@ export class ScheduleCreator {
 
   async create(principal: Principal, s: NewSchedule): Promise<ScheduleResult> {
     assertScope(principal, s.appId, s.environment);
-    const input = parseJsonArray('input', s.input, this.config.maxPayloadBytes);
+    const input = parseJsonArray('input', s.input, inputLimits(this.config));
     const now = this.clock.now();
     const timezone = normalizeTimezone(s.timezone);
     validateCron(s.cron, timezone, now);

@@ -8,6 +8,7 @@ import { AppScopedInput, JsonArrayField, NameField } from '../../../graphql/comm
 import { contextFor } from '../../../shared/command-context.js';
 import { uuidv7 } from '../../../shared/ids.js';
 import { parseJsonArray } from '../../../shared/json.js';
+import { inputLimits } from '../../../shared/limits.js';
 import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { taskDecider } from '../../domain/task.decider.js';
@@ -58,7 +59,7 @@ export class DispatchTaskHandler implements ICommandHandler<DispatchTask, Dispat
 
   async execute({ principal, input }: DispatchTask): Promise<DispatchTaskResult> {
     assertScope(principal, input.appId, input.environment);
-    const args = parseJsonArray('input', input.input, this.config.maxPayloadBytes);
+    const args = parseJsonArray('input', input.input, inputLimits(this.config));
     const id = await this.dispatcher.dispatch(contextFor(principal, input.appId, input.environment), {
       appId: input.appId,
       environment: input.environment,

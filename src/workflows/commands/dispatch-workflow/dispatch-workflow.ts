@@ -8,6 +8,7 @@ import { AppScopedInput, JsonArrayField, NameField, OptionalTagField } from '../
 import { contextFor } from '../../../shared/command-context.js';
 import { uuidv7 } from '../../../shared/ids.js';
 import { parseJsonArray } from '../../../shared/json.js';
+import { inputLimits } from '../../../shared/limits.js';
 import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { workflowDecider } from '../../domain/workflow.decider.js';
@@ -67,7 +68,7 @@ export class DispatchWorkflowHandler implements ICommandHandler<DispatchWorkflow
 
   async execute({ principal, input }: DispatchWorkflow): Promise<DispatchWorkflowResult> {
     assertScope(principal, input.appId, input.environment);
-    const args = parseJsonArray('input', input.input, this.config.maxPayloadBytes);
+    const args = parseJsonArray('input', input.input, inputLimits(this.config));
     const id = await this.dispatcher.dispatch(contextFor(principal, input.appId, input.environment), {
       appId: input.appId,
       environment: input.environment,

@@ -4,6 +4,7 @@ import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { BATON_CONFIG, type BatonConfig } from '../../../config/config.js';
 import { JsonArrayField, NameField } from '../../../graphql/common.types.js';
 import { parseJsonArray } from '../../../shared/json.js';
+import { inputLimits } from '../../../shared/limits.js';
 import { CurrentPrincipal } from '../../../tokens/principal.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { SelectorActionResult } from '../../workflow.types.js';
@@ -31,7 +32,7 @@ export class SendEventToWorkflowsHandler implements ICommandHandler<SendEventToW
   ) {}
 
   execute({ principal, input }: SendEventToWorkflows): Promise<SelectorActionResult> {
-    const data = parseJsonArray('data', input.data, this.config.maxPayloadBytes);
+    const data = parseJsonArray('data', input.data, inputLimits(this.config));
     return this.actions.apply(principal, input, { type: 'DeliverEvent', name: input.name, data });
   }
 }

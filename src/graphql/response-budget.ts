@@ -1,0 +1,50 @@
+import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+
+/**
+ * An upper bound on an answer's size: whatever the query limits let through (big stored values,
+ * many aliases of a large page), an answer whose JSON would exceed `maxBytes` is replaced by one
+ * `PAYLOAD_TOO_LARGE` error (`extensions.limit: "response"`) before anything is serialised.
+ * Mutations answer small results, so this never hides the outcome of a write.
+ */
+export function responseBudgetPlugin(maxBytes: number): ApolloServerPlugin<BaseContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ response }) {
+          if (response.body.kind !== 'single') return;
+          const result = response.body.singleResult;
+          if (result.data == null || !exceeds(result, maxBytes)) return;
+          response.body.singleResult = {
+            errors: [
+              {
+                message: `the answer would exceed the response limit of ${maxBytes} bytes; ask for smaller pages or fewer fields`,
+                extensions: { code: 'PAYLOAD_TOO_LARGE', limit: 'response' },
+              },
+            ],
+          };
+        },
+      };
+    },
+  };
+}
+
+/** Whether `value` serialised as JSON would take more than `budget` bytes; stops as soon as it would. */
+export function exceeds(value: unknown, budget: number): boolean {
+  let remaining = budget;
+  const walk = (v: unknown): boolean => {
+    if (typeof v === 'string') remaining -= Buffer.byteLength(v, 'utf8') + 2;
+    else if (v === null || v === undefined || typeof v !== 'object') remaining -= String(v).length;
+    else if (v instanceof Date) remaining -= 26;
+    else if (Array.isArray(v)) {
+      remaining -= 2 + v.length;
+      for (const item of v) if (walk(item)) return true;
+    } else {
+      for (const [key, item] of Object.entries(v)) {
+        remaining -= key.length + 4;
+        if (walk(item)) return true;
+      }
+    }
+    return remaining < 0;
+  };
+  return walk(value);
+}

@@ -1,0 +1,103 @@
+import { BadUserInputError, BatonError } from '../shared/errors.js';
+import { InputLimits, MAX_NAME_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
+import type { DecisionReportInput, HeartbeatInput, ReportRejection, ReportWorkInput, TaskReportInput } from './worker-protocol.types.js';
+
+/**
+ * The input limits applied to what workers send, before the engine sees it: the same limits as
+ * the public mutations (bytes, depth, array and string sizes), plus the item count of a report and
+ * the shape of decision commands (arguments and event data are JSON arrays, names are bounded).
+ * A bad item is rejected on its own (`BAD_USER_INPUT` in `rejected`); the others go on.
+ */
+export function screenReport(input: ReportWorkInput, limits: InputLimits): { input: ReportWorkInput; rejected: ReportRejection[] } {
+  const decisions = input.decisions ?? [];
+  const tasks = input.tasks ?? [];
+  if (decisions.length + tasks.length > limits.reportItems) {
+    throw new BadUserInputError(decisions.length > tasks.length ? 'decisions' : 'tasks', `one report holds at most ${limits.reportItems} items (MAX_REPORT_ITEMS); split it`);
+  }
+  const rejected: ReportRejection[] = [];
+  const keep = <T extends { ref: string }>(items: T[], check: (item: T) => void): T[] =>
+    items.filter((item) => {
+      try {
+        check(item);
+        return true;
+      } catch (error) {
+        if (!(error instanceof BatonError)) throw error;
+        rejected.push({ ref: item.ref, code: error.code, message: error.message });
+        return false;
+      }
+    });
+  const screened = {
+    ...input,
+    decisions: input.decisions ? keep(decisions, (d) => checkDecision(d, limits)) : input.decisions,
+    tasks: input.tasks ? keep(tasks, (t) => checkTask(t, limits)) : input.tasks,
+  } as ReportWorkInput;
+  return { input: screened, rejected };
+}
+
+export function checkHeartbeat(input: HeartbeatInput, limits: InputLimits): void {
+  if (input.attempts.length > limits.reportItems) {
+    throw new BadUserInputError('attempts', `one heartbeat holds at most ${limits.reportItems} attempts (MAX_REPORT_ITEMS); split it`);
+  }
+}
+
+function checkTask(report: TaskReportInput, limits: InputLimits): void {
+  if (!report.error && report.result != null) parseLimitedJson('tasks.result', report.result, limits);
+}
+
+function checkDecision(report: DecisionReportInput, limits: InputLimits): void {
+  if (report.failureCode || report.commands == null) return;
+  const field = 'decisions.commands';
+  const commands = parseLimitedJson(field, report.commands, limits, 'array') as unknown[];
+  commands.forEach((command, i) => {
+    if (typeof command !== 'object' || command === null || Array.isArray(command)) throw new BadUserInputError(field, `command ${i} is not an object`);
+    const c = command as Record<string, unknown>;
+    const name = (key: string, value: unknown, optional = false) => {
+      if (optional && value == null) return;
+      if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
+        throw new BadUserInputError(field, `command ${i} (${String(c.type)}): ${key} must be a string of 1 to ${MAX_NAME_LENGTH} characters`);
+      }
+    };
+    const array = (key: string, value: unknown) => {
+      if (!Array.isArray(value)) throw new BadUserInputError(field, `command ${i} (${String(c.type)}): ${key} must be a JSON array`);
+    };
+    switch (c.type) {
+      case 'ScheduleTask':
+      case 'DispatchTask':
+        name('name', c.name);
+        array('args', c.args);
+        break;
+      case 'StartChildWorkflow':
+        name('name', c.name);
+        name('tag', c.tag, true);
+        array('args', c.args);
+        break;
+      case 'ControlWorkflows': {
+        const selector = c.selector as Record<string, unknown> | null | undefined;
+        if (typeof selector !== 'object' || selector === null || Array.isArray(selector)) throw new BadUserInputError(field, `command ${i} (ControlWorkflows): selector must be an object`);
+        if (selector.id !== undefined) name('selector.id', selector.id);
+        else {
+          name('selector.name', selector.name);
+          name('selector.tag', selector.tag, true);
+        }
+        if (!['send', 'pause', 'resume', 'terminate'].includes(c.action as string)) throw new BadUserInputError(field, `command ${i} (ControlWorkflows): unknown action`);
+        if (c.action === 'send' || c.event != null) {
+          const event = c.event as Record<string, unknown> | null | undefined;
+          if (typeof event !== 'object' || event === null) throw new BadUserInputError(field, `command ${i} (ControlWorkflows): event must be an object`);
+          name('event.name', event.name);
+          array('event.data', event.data);
+        }
+        break;
+      }
+      case 'FailWorkflow': {
+        const error = c.error as Record<string, unknown> | null | undefined;
+        if (typeof error !== 'object' || error === null || typeof error.message !== 'string') {
+          throw new BadUserInputError(field, `command ${i} (FailWorkflow): error must be an object with a message`);
+        }
+        break;
+      }
+      default:
+        break; // the engine checks types, seq numbers and timers
+    }
+    checkJsonValue(field, c, limits);
+  });
+}
