@@ -15,6 +15,7 @@ export interface TaskView {
   status: TaskStatus;
   attempts: number;
   input: Json[];
+  tag: string | null;
   output: Json | undefined;
   error: TaskError | null;
   scheduleId: string | null;
@@ -34,9 +35,12 @@ export class TasksReadModel {
     return view && view.appId === appId && view.environment === environment ? view : undefined;
   }
 
-  list(filter: { appId: string; environment: string; name?: string | null; status?: TaskStatus | null }): TaskView[] {
+  list(filter: { appId: string; environment: string; name?: string | null; tag?: string | null; status?: TaskStatus | null }): TaskView[] {
     return (this.byScope.get(`${filter.appId}\u0000${filter.environment}`) ?? []).filter(
-      (t) => (filter.name == null || t.name === filter.name) && (filter.status == null || t.status === filter.status),
+      (t) =>
+        (filter.name == null || t.name === filter.name) &&
+        (filter.tag == null || t.tag === filter.tag) &&
+        (filter.status == null || t.status === filter.status),
     );
   }
 
@@ -50,6 +54,7 @@ export class TasksReadModel {
       status: 'pending',
       attempts: 0,
       input: d.args,
+      tag: d.tag ?? null,
       output: undefined,
       error: null,
       scheduleId: d.scheduleId,

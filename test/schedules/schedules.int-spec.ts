@@ -93,7 +93,7 @@ describe('schedules through the API', () => {
       error(await api.scheduleTaskRaw({ ...valid, appId: 'someone-else' }), 'FORBIDDEN');
     });
 
-    it('accepts macros, 6 fields, a time zone and the additive options', async () => {
+    it('accepts macros, 7 fields, a time zone and the additive options', async () => {
       const id = await api.scheduleWorkflow({
         ...valid,
         cron: '@Daily',
@@ -104,8 +104,8 @@ describe('schedules through the API', () => {
       expect(await api.schedule(id)).toMatchObject({ cron: '@daily', timezone: 'America/New_York', overlapPolicy: 'BUFFER_ONE', catchUpWindowMs: 300_000, state: 'ACTIVE' });
       const next = new Date((await api.schedule(id))!.nextFireAt);
       expect(new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', hour: 'numeric', minute: 'numeric', hourCycle: 'h23' }).format(next)).toBe('00:00');
-      const task = await api.scheduleTask({ ...valid, cron: '30 0 9 * * MON-FRI' });
-      expect(await api.schedule(task)).toMatchObject({ cron: '30 0 9 * * MON-FRI', timezone: 'UTC', catchUpWindowMs: 60_000, overlapPolicy: 'ALLOW', kind: 'TASK' });
+      const task = await api.scheduleTask({ ...valid, cron: '30 0 9 * * MON-FRI *' });
+      expect(await api.schedule(task)).toMatchObject({ cron: '30 0 9 * * MON-FRI *', timezone: 'UTC', catchUpWindowMs: 60_000, overlapPolicy: 'ALLOW', kind: 'TASK' });
     });
   });
 
