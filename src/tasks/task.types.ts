@@ -21,7 +21,7 @@ registerEnumType(TaskState, {
 
 @ObjectType({ description: 'The id of a dispatched task.' })
 export class DispatchTaskResult {
-  @Field(() => ID, { description: 'The new task id (a UUID v7).' })
+  @Field(() => ID, { description: "The task id: a new UUID v7; with an idempotency key, a UUID derived from the key, and the first dispatch's id when the key was already used within the retention window." })
   id: string;
 }
 

@@ -98,7 +98,6 @@ describe('workflow selectors', () => {
   describe('invalid forms are BAD_USER_INPUT on "selector"', () => {
     const invalid: Array<[string, (id: string) => unknown]> = [
       ['a tag alone', () => ({ tag: 'id:1' })],
-      ['id with name', (id) => ({ id, name: 'Order' })],
       ['id with tag', (id) => ({ id, tag: 'id:1' })],
       ['id with name and tag', (id) => ({ id, name: 'Order', tag: 'id:1' })],
       ['an empty object', () => ({})],
