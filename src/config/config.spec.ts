@@ -26,6 +26,12 @@ describe('loadConfig', () => {
     expect(problems).toMatch(/BATON_EXAMPLE_WORKER="maybe": expected true or false/);
   });
 
+  it('keeps idempotency keys for 24 hours unless IDEMPOTENCY_WINDOW_MS says otherwise', () => {
+    expect(loadConfig({}).idempotencyWindowMs).toBe(86_400_000);
+    expect(loadConfig({ IDEMPOTENCY_WINDOW_MS: '60000' }).idempotencyWindowMs).toBe(60_000);
+    expect(() => loadConfig({ IDEMPOTENCY_WINDOW_MS: '10' })).toThrow(/IDEMPOTENCY_WINDOW_MS="10"/);
+  });
+
   it('rejects a port out of range', () => {
     expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT="70000"/);
   });

@@ -42,6 +42,8 @@ export interface BatonConfig {
   leaseMs: number;
   /** Most missed schedule time that is still fired on start. */
   scheduleCatchUpMs: number;
+  /** How long a dispatch's idempotency key keeps answering with the first dispatch's id. */
+  idempotencyWindowMs: number;
   /** Create a token for app `demo` on a store that has none. */
   bootstrapToken: boolean;
   /** Most streams whose folded state an instance keeps (LRU) for the write path. */
@@ -121,6 +123,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 64, 1, 100_000),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
+    idempotencyWindowMs: int('IDEMPOTENCY_WINDOW_MS', 24 * 3_600_000, 1000, 30 * 24 * 3_600_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
     streamCacheSize: int('STREAM_CACHE_SIZE', 10_000, 1, 10_000_000),
     readModelPath: readModelPath(eventStoreUrl, env),

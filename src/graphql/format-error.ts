@@ -16,7 +16,8 @@ const PASS_THROUGH = new Set([
 ]);
 
 /**
- * The one place errors become `extensions.code`. Baton's errors keep their message and code;
+ * The one place errors become `extensions.code`. Baton's errors keep their message and code
+ * (NOT_FOUND also as a top-level `type: "NOT_FOUND"`, which the original service's client reads);
  * GraphQL's own request errors pass through; anything else is logged here and answered as
  * INTERNAL_SERVER_ERROR without its message or stack.
  */
@@ -24,7 +25,9 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
   const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
   const path = formatted.path;
   if (original instanceof BatonError) {
-    return { message: original.message, path, extensions: { code: original.code, ...original.details } };
+    const error: GraphQLFormattedError = { message: original.message, path, extensions: { code: original.code, ...original.details } };
+    // The original service's client (npm `zenaton`) reads "nothing matched" from a top-level `type`.
+    return original.code === 'NOT_FOUND' ? { ...error, type: 'NOT_FOUND' } as GraphQLFormattedError : error;
   }
   const code = formatted.extensions?.code;
   if (typeof code === 'string' && PASS_THROUGH.has(code)) {

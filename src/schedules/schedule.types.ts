@@ -1,5 +1,7 @@
 import { Field, ID, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
 import { Paginated } from '../graphql/common.types.js';
+import { CompiledCron, describeCron } from './domain/cron.js';
+import { scheduleCron } from './domain/schedule.decider.js';
 import { ScheduleView, SchedulesReadModel } from './schedules.read-model.js';
 
 export enum ScheduleOverlapPolicy {
@@ -58,6 +60,9 @@ export class ScheduleResult {
   nextFireAt: Date | null;
 }
 
+/** What `nextFirings` is computed from; not exposed in GraphQL. */
+export const SCHEDULE_CRON = Symbol('schedule cron');
+
 @ObjectType('Schedule', { description: 'A cron schedule that dispatches a task or a workflow.' })
 export class ScheduleType {
   @Field(() => ID, { description: 'Schedule id (UUID v7).' })
@@ -76,6 +81,11 @@ export class ScheduleType {
   tag: string | null;
   @Field({ description: 'The cron expression, whitespace-normalised.' })
   cron: string;
+  @Field({
+    description:
+      'The cron expression in words, e.g. "At 02:00" for `0 2 * * * *` (six fields: minute hour day-of-month month day-of-week year). Times are in `timezone`.',
+  })
+  cronDescription: string;
   @Field({ description: 'IANA time zone the expression is read in.' })
   timezone: string;
   @Field(() => ScheduleOverlapPolicy, { description: 'Overlap policy (always ALLOW for task schedules).' })
@@ -104,14 +114,27 @@ export class ScheduleType {
   createdAt: Date;
   @Field({ description: 'When it last changed.' })
   updatedAt: Date;
+  /** The compiled expression, for `nextFirings`; not a GraphQL field. */
+  [SCHEDULE_CRON]?: CompiledCron;
+}
+
+@ObjectType({ description: 'One coming occurrence of a schedule.' })
+export class ScheduleFiring {
+  @Field({ description: 'The instant it fires (UTC).' })
+  at: Date;
+  @Field({ description: 'The same instant as wall-clock time in the schedule\'s time zone, ISO 8601 with its offset, e.g. "2026-03-08T03:00:00-04:00".' })
+  local: string;
 }
 
 const dateOrNull = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
 
+
 export function toScheduleType(view: ScheduleView, model: SchedulesReadModel): ScheduleType {
   const { state } = view;
   const { spec } = state;
+  const cron = scheduleCron(spec);
   return {
+    [SCHEDULE_CRON]: cron,
     id: view.id,
     appId: spec.appId,
     environment: spec.environment,
@@ -120,6 +143,7 @@ export function toScheduleType(view: ScheduleView, model: SchedulesReadModel): S
     input: JSON.stringify(spec.input),
     tag: spec.tag,
     cron: spec.cron,
+    cronDescription: describeCron(cron),
     timezone: spec.timezone,
     overlapPolicy: spec.overlapPolicy as ScheduleOverlapPolicy,
     catchUpWindowMs: spec.catchUpWindowMs,

@@ -199,7 +199,7 @@ describe('Scheduler', () => {
     const store = openStore(join(dir, 'basic.db'));
     const clock = new ManualClock(T0);
     const a = await startInstance(store, clock, new World());
-    const id = await createSchedule(store, clock, { cron: '*/1 * * * * *' });
+    const id = await createSchedule(store, clock, { cron: '*/1 * * * * * *' });
     await settle(a);
     expect(a.scheduler.dueAt(id)).toBe(Date.parse('2026-01-01T00:00:01Z'));
 
@@ -337,7 +337,7 @@ describe('Scheduler', () => {
     const world = new World();
     const a = await startInstance(openStore(file), clock, world);
     const b = await startInstance(openStore(file), clock, world);
-    const ids = [await createSchedule(a.store, clock, { cron: '*/1 * * * * *' }), await createSchedule(b.store, clock, { cron: '*/2 * * * * *' })];
+    const ids = [await createSchedule(a.store, clock, { cron: '*/1 * * * * * *' }), await createSchedule(b.store, clock, { cron: '*/2 * * * * * *' })];
     await settle(a, b);
     for (let i = 0; i < 30; i++) await step(clock, 1000, a, b);
 
@@ -363,7 +363,7 @@ describe('Scheduler', () => {
     const world = new World();
     let failing = true;
     const a = await startInstance(openStore(file), clock, world, { failDispatch: () => failing, recoverAfterMs: 10_000 });
-    const id = await createSchedule(a.store, clock, { cron: '*/1 * * * * *' });
+    const id = await createSchedule(a.store, clock, { cron: '*/1 * * * * * *' });
     await step(clock, 1000, a);
     const occurrence = Date.parse('2026-01-01T00:00:01Z');
     expect(firedOccurrences(await history(a.store, id))).toEqual([iso(occurrence)]);
@@ -393,7 +393,7 @@ describe('Scheduler', () => {
     const store = openStore(join(dir, 'pause.db'));
     const clock = new ManualClock(T0);
     const a = await startInstance(store, clock, new World());
-    const id = await createSchedule(store, clock, { cron: '*/1 * * * * *' });
+    const id = await createSchedule(store, clock, { cron: '*/1 * * * * * *' });
     await settle(a);
     const ref = { scheduleId: id, appId: 'demo', environment: 'prod' };
     await decideAndAppend(store, `schedule-${id}`, scheduleDecider, { type: 'PauseSchedule', ...ref, now: clock.now() }, context);

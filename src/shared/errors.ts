@@ -24,10 +24,11 @@ export abstract class BatonError extends Error {
 
 export class BadUserInputError extends BatonError {
   readonly code = 'BAD_USER_INPUT';
-  readonly details: { field: string; reason?: string };
-  constructor(field: string, message: string) {
+  readonly details: { field: string; reason?: string; [more: string]: unknown };
+  /** `extra` adds fields to `extensions`, e.g. `{ cronField: 'minute' }`. */
+  constructor(field: string, message: string, extra: Record<string, string> = {}) {
     super(`${field}: ${message}`);
-    this.details = { field };
+    this.details = { ...extra, field };
   }
 }
 

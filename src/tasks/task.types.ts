@@ -21,7 +21,7 @@ registerEnumType(TaskState, {
 
 @ObjectType({ description: 'The id of a dispatched task.' })
 export class DispatchTaskResult {
-  @Field(() => ID, { description: 'The new task id (a UUID v7).' })
+  @Field(() => ID, { description: "The task id: a new UUID v7; with an idempotency key, a UUID derived from the key, and the first dispatch's id when the key was already used within the retention window." })
   id: string;
 }
 
@@ -41,6 +41,8 @@ export class TaskType {
   attempts: number;
   @Field({ description: 'Arguments, as a string holding a JSON array.' })
   input: string;
+  @Field(() => String, { nullable: true, description: 'Tag given at dispatch, if any (a label to find the task by in `tasks`).' })
+  tag: string | null;
   @Field(() => String, { nullable: true, description: 'Result as JSON, once COMPLETED.' })
   output: string | null;
   @Field(() => String, { nullable: true, description: 'Last error message.' })
@@ -61,6 +63,7 @@ export const toTaskType = (v: TaskView): TaskType => ({
   state: v.status as TaskState,
   attempts: v.attempts,
   input: JSON.stringify(v.input),
+  tag: v.tag,
   output: v.output === undefined ? null : JSON.stringify(v.output),
   error: v.error?.message ?? null,
   scheduleId: v.scheduleId,

@@ -17,6 +17,7 @@ export interface TaskView {
   status: TaskStatus;
   attempts: number;
   input: Json[];
+  tag: string | null;
   output: Json | undefined;
   error: TaskError | null;
   scheduleId: string | null;
@@ -31,6 +32,7 @@ interface Row {
   app_id: string;
   environment: string;
   name: string;
+  tag: string | null;
   status: TaskStatus;
   attempts: number;
   input: string;
@@ -50,6 +52,7 @@ const toView = (r: Row): TaskView => ({
   status: r.status,
   attempts: r.attempts,
   input: JSON.parse(r.input) as Json[],
+  tag: r.tag ?? null,
   output: fromJson<Json>(r.output),
   error: r.error === null ? null : (JSON.parse(r.error) as TaskError),
   scheduleId: r.schedule_id,
@@ -73,6 +76,7 @@ export class TasksReadModel implements DurableProjection {
         app_id      TEXT NOT NULL,
         environment TEXT NOT NULL,
         name        TEXT NOT NULL,
+        tag         TEXT,
         status      TEXT NOT NULL,
         attempts    INTEGER NOT NULL,
         input       TEXT NOT NULL,
@@ -95,8 +99,8 @@ export class TasksReadModel implements DurableProjection {
     return {
       get: db.prepare<[string], Row>('SELECT * FROM rm_tasks WHERE id = ?'),
       insert: db.prepare(
-        `INSERT OR IGNORE INTO rm_tasks (id, seq, app_id, environment, name, status, attempts, input, output, error, schedule_id, parent_id, created_at, updated_at)
-         VALUES (@id, @seq, @app_id, @environment, @name, 'pending', 0, @input, NULL, NULL, @schedule_id, @parent_id, @at, @at)`,
+        `INSERT OR IGNORE INTO rm_tasks (id, seq, app_id, environment, name, tag, status, attempts, input, output, error, schedule_id, parent_id, created_at, updated_at)
+         VALUES (@id, @seq, @app_id, @environment, @name, @tag, 'pending', 0, @input, NULL, NULL, @schedule_id, @parent_id, @at, @at)`,
       ),
       started: db.prepare<[number, number, string]>(`UPDATE rm_tasks SET status = 'running', attempts = ?, updated_at = ? WHERE id = ?`),
       completed: db.prepare<[string | null, number, string]>(`UPDATE rm_tasks SET status = 'completed', output = ?, updated_at = ? WHERE id = ?`),
@@ -114,12 +118,16 @@ export class TasksReadModel implements DurableProjection {
   }
 
   /** One page of the tasks matching `filter`, in dispatch order. */
-  page(filter: { appId: string; environment: string; name?: string | null; status?: TaskStatus | null }, first: number, after?: string | null): Page<TaskView> {
+  page(filter: { appId: string; environment: string; name?: string | null; tag?: string | null; status?: TaskStatus | null }, first: number, after?: string | null): Page<TaskView> {
     const where = ['app_id = @appId', 'environment = @environment'];
     const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
     if (filter.name != null) {
       where.push('name = @name');
       params.name = filter.name;
+    }
+    if (filter.tag != null) {
+      where.push('tag = @tag');
+      params.tag = filter.tag;
     }
     if (filter.status != null) {
       where.push('status = @status');
@@ -146,6 +154,7 @@ export class TasksReadModel implements DurableProjection {
           app_id: d.appId,
           environment: d.environment,
           name: d.name,
+          tag: d.tag ?? null,
           input: JSON.stringify(d.args),
           schedule_id: d.scheduleId,
           parent_id: d.parent?.workflowId ?? null,

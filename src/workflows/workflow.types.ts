@@ -81,7 +81,10 @@ export class SelectorActionResult {
 
 @ObjectType({ description: 'The id of a dispatched workflow.' })
 export class DispatchWorkflowResult {
-  @Field(() => ID, { description: 'The new workflow id (a UUID v7).' })
+  @Field(() => ID, {
+    description:
+      "The workflow id: a new UUID v7; with an idempotency key, a UUID derived from the key, and the first dispatch's id when the key was already used within the retention window.",
+  })
   id: string;
 }
 

@@ -164,8 +164,13 @@ describe('input validation', () => {
       expectError(await api.dispatchWorkflowRaw({ name: 'Existing', tag: 7 }), 'BAD_USER_INPUT', 'tag');
     });
 
-    it('dispatchTask takes no tag → BAD_USER_INPUT', async () => {
-      expectError(await api.dispatchTaskRaw({ name: 'ExistingTask', tag: 'id:1' }), 'BAD_USER_INPUT', 'tag');
+    it('a dispatchTask tag that is not a string → BAD_USER_INPUT on "tag"', async () => {
+      expectError(await api.dispatchTaskRaw({ name: 'ExistingTask', tag: 7 }), 'BAD_USER_INPUT', 'tag');
+    });
+
+    it('a version that is not "v" and a number → BAD_USER_INPUT on "version"', async () => {
+      expectError(await api.dispatchWorkflowRaw({ name: 'Existing', version: '2' }), 'BAD_USER_INPUT', 'version');
+      expectError(await api.dispatchWorkflowRaw({ name: 'Existing_v2', version: 'v3' }), 'BAD_USER_INPUT', 'version');
     });
   });
 

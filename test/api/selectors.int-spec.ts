@@ -95,10 +95,24 @@ describe('workflow selectors', () => {
     });
   });
 
+  describe('{ id, name } (what the original client sends for withId)', () => {
+    it('acts on the workflow when the name agrees (its own or its base name), NOT_FOUND with type when not', async () => {
+      const name = unique('Order');
+      const id = await api.dispatchWorkflow(name);
+      expect(await api.act('pause', { id, name })).toMatchObject({ status: 'OK', matched: 1, changed: 1, workflowIds: [id] });
+      const versioned = await api.dispatchWorkflow(`${name}_v2`);
+      expect(await api.act('pause', { id: versioned, name })).toMatchObject({ status: 'OK', workflowIds: [versioned] });
+      const before = await api.history(id);
+      const response = await api.actRaw('resume', { id, name: `${name}X` });
+      const error = expectError(response, 'NOT_FOUND');
+      expect(error).toMatchObject({ type: 'NOT_FOUND' });
+      expect(await api.history(id)).toEqual(before);
+    });
+  });
+
   describe('invalid forms are BAD_USER_INPUT on "selector"', () => {
     const invalid: Array<[string, (id: string) => unknown]> = [
       ['a tag alone', () => ({ tag: 'id:1' })],
-      ['id with name', (id) => ({ id, name: 'Order' })],
       ['id with tag', (id) => ({ id, tag: 'id:1' })],
       ['id with name and tag', (id) => ({ id, name: 'Order', tag: 'id:1' })],
       ['an empty object', () => ({})],

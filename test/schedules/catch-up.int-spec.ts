@@ -1,5 +1,5 @@
 /**
- * A restart across occurrences: the service is stopped while a `*\/1 * * * * *` schedule runs and
+ * A restart across occurrences: the service is stopped while a `*\/1 * * * * * *` schedule runs and
  * started again on the same store. The most recent missed occurrence fires once at start; the
  * older ones are recorded as one ScheduleOccurrenceSkipped (reason `missed`); nothing fires twice.
  */
@@ -18,7 +18,7 @@ describe('restart across missed occurrences', () => {
     const token = service.token;
     let api = new Schedules(service, 'catch-up', 'demo', token);
     const name = unique('CatchUp');
-    const id = await api.scheduleTask({ cron: '*/1 * * * * *', name, catchUpWindowMs: 30_000 });
+    const id = await api.scheduleTask({ cron: '*/1 * * * * * *', name, catchUpWindowMs: 30_000 });
     await waitFor(async () => ((await api.schedule(id))?.firedCount ?? 0) >= 2, { timeoutMs: 10_000, intervalMs: 50, description: 'two firings' });
 
     await service.stop();

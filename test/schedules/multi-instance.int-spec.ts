@@ -1,5 +1,5 @@
 /**
- * Two Baton processes on one SQLite store, one `*\/1 * * * * *` schedule: every occurrence is
+ * Two Baton processes on one SQLite store, one `*\/1 * * * * * *` schedule: every occurrence is
  * claimed by exactly one of them (the append with an expected revision) and dispatched exactly
  * once. Also prints how long after its occurrence time each task was dispatched.
  */
@@ -27,7 +27,7 @@ describe('two service processes on one store', () => {
     const apiB = new Schedules(b, 'race', 'demo', b.token || a.token);
 
     const name = unique('Race');
-    const id = await apiA.scheduleTask({ cron: '*/1 * * * * *', name, input: '["tick"]' });
+    const id = await apiA.scheduleTask({ cron: '*/1 * * * * * *', name, input: '["tick"]' });
     // B knows it too (through the shared log), so both race for every occurrence.
     await waitFor(async () => (await apiB.schedule(id)) !== null, { timeoutMs: 5_000, intervalMs: 20, description: 'the schedule on instance B' });
 

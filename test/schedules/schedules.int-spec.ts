@@ -7,7 +7,7 @@ import { createTokenViaCli, Service, startService } from '../support/service.js'
 import { waitFor } from '../support/wait-for.js';
 import { HistoryRow, Schedules, UUID_V7, data, error, unique } from './schedule-helpers.js';
 
-const EVERY_SECOND = '*/1 * * * * *';
+const EVERY_SECOND = '*/1 * * * * * *';
 const YEARLY = '@yearly';
 
 describe('schedules through the API', () => {
@@ -65,7 +65,8 @@ describe('schedules through the API', () => {
     const valid = { name: 'Report', cron: '*/5 * * * *', input: '[]' };
 
     it.each([
-      ['7 fields', { cron: '0 0 0 1 1 * 2030' }, 'cron', /expected 5 fields .* got 7/],
+      ['8 fields', { cron: '0 0 0 1 1 * 2030 *' }, 'cron', /expected 5 fields .* got 8/],
+      ['a year before 1970', { cron: '0 2 * * * 1969' }, 'cron', /year field "1969"/],
       ['4 fields', { cron: '* * * *' }, 'cron', /got 4/],
       ['an unknown macro', { cron: '@reboot' }, 'cron', /unknown macro/],
       ['a bad value', { cron: '61 * * * *' }, 'cron', /minute: 61/],
@@ -82,18 +83,29 @@ describe('schedules through the API', () => {
     });
 
     it('scheduleWorkflow refuses the same, and an unknown overlap policy', async () => {
-      expect(error(await api.scheduleWorkflowRaw({ ...valid, cron: '* * * * * * *' }), 'BAD_USER_INPUT', 'cron')).toMatch(/got 7/);
+      expect(error(await api.scheduleWorkflowRaw({ ...valid, cron: '* * * * * * * *' }), 'BAD_USER_INPUT', 'cron')).toMatch(/got 8/);
       expect(error(await api.scheduleWorkflowRaw({ ...valid, timezone: 'Nowhere' }), 'BAD_USER_INPUT', 'timezone')).toMatch(/unknown time zone/);
       error(await api.scheduleWorkflowRaw({ ...valid, overlapPolicy: 'SOMETIMES' }), 'BAD_USER_INPUT', 'overlapPolicy');
       error(await api.scheduleWorkflowRaw({ ...valid, tag: 'x'.repeat(257) }), 'BAD_USER_INPUT', 'tag');
       error(await api.scheduleWorkflowRaw({ ...valid, appId: '' }), 'BAD_USER_INPUT', 'appId');
     });
 
+    it.each([
+      ['61 * * * *', 'minute'],
+      ['0 2 * * MOO *', 'day-of-week'],
+      ['0 2 * * * 2100', 'year'],
+      ['61 0 2 * * * *', 'second'],
+    ])('names the cron field at fault in %j (extensions.cronField)', async (cron, cronField) => {
+      const response = await api.scheduleTaskRaw({ ...valid, cron });
+      expect(error(response, 'BAD_USER_INPUT', 'cron')).toContain(`${cronField} field`);
+      expect(response.body.errors![0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'cron', cronField });
+    });
+
     it('a token for another app is FORBIDDEN', async () => {
       error(await api.scheduleTaskRaw({ ...valid, appId: 'someone-else' }), 'FORBIDDEN');
     });
 
-    it('accepts macros, 6 fields, a time zone and the additive options', async () => {
+    it('accepts macros, 7 fields, a time zone and the additive options', async () => {
       const id = await api.scheduleWorkflow({
         ...valid,
         cron: '@Daily',
@@ -104,8 +116,42 @@ describe('schedules through the API', () => {
       expect(await api.schedule(id)).toMatchObject({ cron: '@daily', timezone: 'America/New_York', overlapPolicy: 'BUFFER_ONE', catchUpWindowMs: 300_000, state: 'ACTIVE' });
       const next = new Date((await api.schedule(id))!.nextFireAt);
       expect(new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', hour: 'numeric', minute: 'numeric', hourCycle: 'h23' }).format(next)).toBe('00:00');
-      const task = await api.scheduleTask({ ...valid, cron: '30 0 9 * * MON-FRI' });
-      expect(await api.schedule(task)).toMatchObject({ cron: '30 0 9 * * MON-FRI', timezone: 'UTC', catchUpWindowMs: 60_000, overlapPolicy: 'ALLOW', kind: 'TASK' });
+      const task = await api.scheduleTask({ ...valid, cron: '30 0 9 * * MON-FRI *' });
+      expect(await api.schedule(task)).toMatchObject({ cron: '30 0 9 * * MON-FRI *', timezone: 'UTC', catchUpWindowMs: 60_000, overlapPolicy: 'ALLOW', kind: 'TASK' });
+    });
+  });
+
+  describe('the three cron forms, in words and upcoming', () => {
+    const view = (id: string) =>
+      service.gql('query($id: ID!) { schedule(appId: "demo", environment: "schedules", id: $id) { cron cronDescription timezone nextFireAt nextFirings(count: 3) { at local } } }', { id });
+
+    it("six fields are the original service's: `0 2 * * * *` fires daily at 02:00, shown in words", async () => {
+      const id = await api.scheduleWorkflow({ name: unique('Nightly'), cron: '0 2 * * * *', input: '[]' });
+      const s = data(await view(id)).schedule;
+      expect(s).toMatchObject({ cron: '0 2 * * * *', cronDescription: 'At 02:00', timezone: 'UTC' });
+      const [a, b, c] = s.nextFirings.map((f: { at: string }) => Date.parse(f.at));
+      expect(new Date(a).toISOString()).toMatch(/T02:00:00\.000Z$/);
+      expect([b - a, c - b]).toEqual([86_400_000, 86_400_000]);
+      expect(s.nextFirings[0]).toEqual({ at: s.nextFireAt, local: new Date(a).toISOString().replace('.000Z', 'Z') });
+    });
+
+    it('next firings are given in the zone, across daylight saving and the end of a year field', async () => {
+      // Only in 2099: the last Sunday of March at 02:30 does not exist in Paris (02:00 → 03:00).
+      const dst = await api.scheduleTask({ name: unique('Dst'), cron: '30 2 * 3 SUN 2099', timezone: 'Europe/Paris', input: '[]' });
+      const s = data(await view(dst)).schedule;
+      expect(s.cronDescription).toBe('At 02:30, only on Sunday, only in March, only in 2099');
+      expect(s.nextFirings.map((f: { local: string }) => f.local)).toEqual(['2099-03-01T02:30:00+01:00', '2099-03-08T02:30:00+01:00', '2099-03-15T02:30:00+01:00']);
+      const all = data(await service.gql('query($id: ID!) { schedule(appId: "demo", environment: "schedules", id: $id) { nextFirings(count: 10) { at local } } }', { id: dst })).schedule.nextFirings;
+      // Five Sundays in March 2099; the last (the 29th) falls in the gap and fires at 03:00 CEST; then the year ends.
+      expect(all.map((f: { local: string }) => f.local)).toEqual([
+        '2099-03-01T02:30:00+01:00',
+        '2099-03-08T02:30:00+01:00',
+        '2099-03-15T02:30:00+01:00',
+        '2099-03-22T02:30:00+01:00',
+        '2099-03-29T03:00:00+02:00',
+      ]);
+      const refused = await service.gql('query($id: ID!) { schedule(appId: "demo", environment: "schedules", id: $id) { nextFirings(count: 0) { at } } }', { id: dst });
+      expect(refused.body.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'count' });
     });
   });
 

@@ -7,6 +7,9 @@ import {
   nextOccurrence,
   normalizeTimezone,
   occurrencesBetween,
+  describeCron,
+  localIso,
+  nextOccurrences,
   validateCron,
 } from './cron.js';
 
@@ -14,8 +17,8 @@ const at = (iso: string): number => Date.parse(iso);
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** The next `n` occurrences strictly after `from`. */
-function upcoming(cron: string, timezone: string, from: string, n: number): string[] {
-  const c = compileCron(cron, timezone);
+function upcoming(cron: string, timezone: string, from: string, n: number, sixFields: 'year' | 'seconds' = 'year'): string[] {
+  const c = compileCron(cron, timezone, sixFields);
   const out: string[] = [];
   for (let t: number | null = at(from); out.length < n; ) {
     t = nextOccurrence(c, t);
@@ -42,17 +45,37 @@ describe('cron syntax', () => {
     expect(upcoming('*/5 * * * *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-01T00:05:00.000Z', '2026-01-01T00:10:00.000Z']);
   });
 
-  it('reads 6 fields as a leading seconds field', () => {
-    expect(upcoming('*/1 * * * * *', 'UTC', '2026-01-01T00:00:00.300Z', 3)).toEqual([
+  it("reads 6 fields as the original service did: minute hour day-of-month month day-of-week year", () => {
+    // The migration case: `0 2 * * * *` is every day at 02:00, not second 0 of minute 2 of every hour.
+    expect(upcoming('0 2 * * * *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-01T02:00:00.000Z', '2026-01-02T02:00:00.000Z']);
+    expect(upcoming('30 9 * * MON 2027', 'UTC', '2026-06-01T00:00:00Z', 1)).toEqual(['2027-01-04T09:30:00.000Z']);
+  });
+
+  it('reads 7 fields as second minute hour day-of-month month day-of-week year', () => {
+    expect(upcoming('*/1 * * * * * *', 'UTC', '2026-01-01T00:00:00.300Z', 3)).toEqual([
       '2026-01-01T00:00:01.000Z',
       '2026-01-01T00:00:02.000Z',
       '2026-01-01T00:00:03.000Z',
     ]);
-    expect(upcoming('30 0 9 * * *', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-01T09:00:30.000Z']);
+    expect(upcoming('30 0 9 * * * 2026', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-01T09:00:30.000Z']);
+  });
+
+  it('reads 6 fields seconds-first for schedules recorded before the year form', () => {
+    expect(upcoming('30 0 9 * * *', 'UTC', '2026-01-01T00:00:00Z', 1, 'seconds')).toEqual(['2026-01-01T09:00:30.000Z']);
+    expect(compileCron('0 2 * * * *', 'UTC', 'seconds').pattern).toBe('0 2 * * * * *');
+    expect(compileCron('0 2 * * * *', 'UTC').pattern).toBe('0 0 2 * * * *');
   });
 
   it('is strictly after its starting point, also exactly on an occurrence', () => {
-    expect(upcoming('*/1 * * * * *', 'UTC', '2026-01-01T00:00:05.000Z', 1)).toEqual(['2026-01-01T00:00:06.000Z']);
+    expect(upcoming('*/1 * * * * * *', 'UTC', '2026-01-01T00:00:05.000Z', 1)).toEqual(['2026-01-01T00:00:06.000Z']);
+  });
+
+  it('knows L, W and # in the six-field form', () => {
+    expect(upcoming('0 2 L * * *', 'UTC', '2026-02-01T00:00:00Z', 2)).toEqual(['2026-02-28T02:00:00.000Z', '2026-03-31T02:00:00.000Z']);
+    // 15W: 2026-08-15 is a Saturday, so Friday the 14th.
+    expect(upcoming('0 9 15W 8 * 2026', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-08-14T09:00:00.000Z']);
+    expect(upcoming('0 9 * * MON#2 *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-12T09:00:00.000Z', '2026-02-09T09:00:00.000Z']);
+    expect(upcoming('0 18 * * 5L *', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-30T18:00:00.000Z']);
   });
 
   it('knows names, ranges, lists and steps', () => {
@@ -88,7 +111,7 @@ describe('cron syntax', () => {
   });
 
   it.each([
-    ['* * * * * * *', /expected 5 fields .* or 6 .*got 7/],
+    ['* * * * * * * *', /expected 5 fields .*6 .*7 .*got 8/],
     ['* * * *', /got 4/],
     ['', /must not be empty/],
     ['@reboot', /unknown macro/],
@@ -102,9 +125,27 @@ describe('cron syntax', () => {
     expect(error.message).toMatch(reason);
   });
 
+  it.each([
+    ['61 * * * *', 'minute'],
+    ['0 25 * * *', 'hour'],
+    ['0 0 32 * *', 'day-of-month'],
+    ['0 0 * 13 *', 'month'],
+    ['* * * * MOO', 'day-of-week'],
+    ['0 2 * * * 1969', 'year'],
+    ['0 2 * * * 2100', 'year'],
+    ['0 2 * * * 2026-2200', 'year'],
+    ['0 2 * * * MON', 'year'],
+    ['61 0 2 * * * *', 'second'],
+    ['0 0 2 * * * 3000', 'year'],
+  ])('names the cron field at fault in %j', (cron, field) => {
+    const error = refusal(() => compileCron(cron, 'UTC'));
+    expect(error.details).toMatchObject({ field: 'cron', cronField: field });
+    expect(error.message).toContain(`${field} field`);
+  });
+
   it('refuses an expression that can never fire', () => {
     const now = at('2026-01-01T00:00:00Z');
-    for (const cron of ['0 0 30 2 *', '0 0 31 4,6,9,11 *']) {
+    for (const cron of ['0 0 30 2 *', '0 0 31 4,6,9,11 *', '0 2 * * * 2025']) {
       const error = refusal(() => validateCron(cron, 'UTC', now));
       expect(error.details.field).toBe('cron');
       expect(error.message).toMatch(/never fires/);
@@ -172,7 +213,7 @@ describe('daylight saving time (America/New_York, 2026)', () => {
   });
 
   it('seconds-level expressions cross the jump forward without a burst', () => {
-    const c = compileCron('*/20 * * * * *', 'America/New_York');
+    const c = compileCron('*/20 * * * * * *', 'America/New_York');
     const range = occurrencesBetween(c, at('2026-03-08T06:59:00Z'), at('2026-03-08T07:01:00Z'))!;
     // 01:59:20, 01:59:40, then 03:00:00 (standing for the whole skipped hour), 03:00:20, 03:00:40, 03:01:00
     expect(range).toEqual({ first: at('2026-03-08T06:59:20Z'), last: at('2026-03-08T07:01:00Z'), count: 6, countCapped: false });
@@ -202,5 +243,61 @@ describe('missed occurrences', () => {
       countCapped: true,
     });
     expect(occurrencesBetween(c, at('2026-01-01T00:00:00Z'), at('2026-01-01T00:00:30Z'))).toBeNull();
+  });
+});
+
+describe('across a year boundary', () => {
+  it('a year field stops firing after its last year', () => {
+    const c = compileCron('0 2 * * * 2026', 'UTC');
+    expect(nextOccurrences(c, at('2026-12-30T12:00:00Z'), 5).map(iso)).toEqual(['2026-12-31T02:00:00.000Z']);
+    expect(nextOccurrence(c, at('2026-12-31T02:00:00Z'))).toBeNull();
+  });
+
+  it('a year list and range fire in those years only', () => {
+    expect(upcoming('0 0 1 1 * 2027,2029', 'UTC', '2026-06-01T00:00:00Z', 3)).toEqual(['2027-01-01T00:00:00.000Z', '2029-01-01T00:00:00.000Z']);
+    expect(upcoming('59 23 31 12 * 2026-2027', 'Europe/Paris', '2026-01-01T00:00:00Z', 3)).toEqual([
+      '2026-12-31T22:59:00.000Z',
+      '2027-12-31T22:59:00.000Z',
+    ]);
+  });
+
+  it('crosses New Year in the zone, not in UTC', () => {
+    // 00:30 on January 1st in Tokyo is still December 31st in UTC.
+    expect(upcoming('30 0 1 1 * *', 'Asia/Tokyo', '2026-12-31T00:00:00Z', 1)).toEqual(['2026-12-31T15:30:00.000Z']);
+    expect(upcoming('0 0 0 1 1 * 2027', 'UTC', '2026-12-31T23:59:59Z', 1)).toEqual(['2027-01-01T00:00:00.000Z']);
+  });
+});
+
+describe('the original six-field form across daylight saving time (America/New_York, 2026)', () => {
+  it('`30 2 * * * *` skipped by the jump forward fires once at 03:00 EDT', () => {
+    expect(upcoming('30 2 * * * *', 'America/New_York', '2026-03-07T00:00:00Z', 3)).toEqual([
+      '2026-03-07T07:30:00.000Z',
+      '2026-03-08T07:00:00.000Z',
+      '2026-03-09T06:30:00.000Z',
+    ]);
+  });
+
+  it('`30 1 * * * 2026` repeated by the jump back fires once, on its first pass', () => {
+    expect(upcoming('30 1 * * * 2026', 'America/New_York', '2026-10-31T12:00:00Z', 2)).toEqual(['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z']);
+  });
+});
+
+describe('in words and upcoming', () => {
+  it.each([
+    ['0 2 * * * *', 'At 02:00'],
+    ['*/5 * * * *', 'Every 5 minutes'],
+    ['0 9 * * MON-FRI', 'At 09:00, Monday through Friday'],
+    ['0 2 * * * 2027', 'At 02:00, only in 2027'],
+    ['*/10 * * * * * *', 'Every 10 seconds'],
+    ['@daily', 'At 00:00'],
+  ])('describes %j as %j', (cron, words) => {
+    expect(describeCron(compileCron(cron, 'UTC'))).toBe(words);
+  });
+
+  it('gives local times with their offset in the zone', () => {
+    const c = compileCron('30 2 * * * *', 'America/New_York');
+    expect(nextOccurrences(c, at('2026-03-07T00:00:00Z'), 2).map((t) => localIso(c.timezone, t))).toEqual(['2026-03-07T02:30:00-05:00', '2026-03-08T03:00:00-04:00']);
+    expect(localIso('UTC', at('2026-01-01T02:00:00Z'))).toBe('2026-01-01T02:00:00Z');
+    expect(localIso('Asia/Kolkata', at('2026-01-01T02:00:00Z'))).toBe('2026-01-01T07:30:00+05:30');
   });
 });

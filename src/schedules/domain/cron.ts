@@ -1,15 +1,22 @@
 import { Cron } from 'croner';
+import cronstrue from 'cronstrue';
 import { BadUserInputError } from '../../shared/errors.js';
 
 /**
  * Cron expressions in a time zone, and the instants they fire at. Pure: every function takes the
  * times it works from; nothing here reads the clock.
  *
- * Syntax: 5 fields (`minute hour day-of-month month day-of-week`) or 6 with a leading `second`
- * field, or one of the macros below. Field syntax is croner's: `*`, lists `1,5`, ranges `1-5`,
- * steps `*\/15` and `10-50/20`, names (`JAN`, `MON`), and its extensions `L` (last day of the
- * month, or `5L` the last Friday), `W` (nearest weekday) and `#` (`MON#2`, the second Monday).
- * Day-of-month and day-of-week combine with OR when both are restricted, as in Vixie cron.
+ * Syntax, by the number of fields:
+ * - 5: standard cron, `minute hour day-of-month month day-of-week`.
+ * - 6: the original service's form, `minute hour day-of-month month day-of-week year`, the year
+ *   from 1970 to 2099: `0 2 * * * *` is every day at 02:00. (Schedules recorded before Baton read
+ *   six fields this way were seconds-first; they keep that meaning, see `SixFieldForm`.)
+ * - 7: `second minute hour day-of-month month day-of-week year`, for second-level schedules.
+ * - a macro below.
+ * Field syntax is croner's: `*`, lists `1,5`, ranges `1-5`, steps `*\/15` and `10-50/20`, names
+ * (`JAN`, `MON`), and its extensions `L` (last day of the month, or `5L` the last Friday), `W`
+ * (nearest weekday) and `#` (`MON#2`, the second Monday). Day-of-month and day-of-week combine
+ * with OR when both are restricted, as in Vixie cron.
  *
  * Daylight saving time, decided here rather than left to croner (whose `timezone` mode moves a
  * skipped time forward by the length of the gap, and can return the same instant twice):
@@ -39,11 +46,25 @@ export const DEFAULT_TIMEZONE = 'UTC';
 /** How many missed occurrences are counted one by one before a count says "at least". */
 export const COUNT_CAP = 1000;
 
+/**
+ * How a six-field expression is read: `year` (the original service's `minute hour day-of-month
+ * month day-of-week year`), which every schedule created now records, or `seconds` (a leading
+ * seconds field), which schedules recorded before that change keep.
+ */
+export type SixFieldForm = 'year' | 'seconds';
+
+/** The fields of the canonical seven-field pattern, in order. */
+export const CRON_FIELDS = ['second', 'minute', 'hour', 'day-of-month', 'month', 'day-of-week', 'year'] as const;
+export type CronFieldName = (typeof CRON_FIELDS)[number];
+
+export const MIN_YEAR = 1970;
+export const MAX_YEAR = 2099;
+
 /** A parsed expression in a zone. Build it with `compileCron`. */
 export interface CompiledCron {
   /** The expression as given, whitespace-normalised (macros kept as written, lower-cased). */
   readonly expression: string;
-  /** The 5- or 6-field pattern the expression stands for. */
+  /** The seven-field pattern (`second minute hour day-of-month month day-of-week year`) it stands for. */
   readonly pattern: string;
   /** Canonical IANA name. */
   readonly timezone: string;
@@ -60,8 +81,11 @@ export interface CompiledCron {
 const NAIVE_OFFSET_MIN = 1;
 const NAIVE_SHIFT_MS = NAIVE_OFFSET_MIN * 60_000;
 
-/** Normalises and checks an expression; throws BAD_USER_INPUT on `cron` with the parser's reason. */
-export function normalizeCron(raw: string): { expression: string; pattern: string } {
+/**
+ * Normalises an expression and names its fields: the seven-field pattern it stands for, and which
+ * field each of the user's fields is. Throws BAD_USER_INPUT on `cron` for a wrong field count.
+ */
+export function normalizeCron(raw: string, sixFields: SixFieldForm = 'year'): { expression: string; pattern: string; fields: CronFieldName[] } {
   const expression = raw.trim().split(/\s+/).join(' ');
   if (expression === '') throw new BadUserInputError('cron', 'must not be empty');
   if (expression.startsWith('@')) {
@@ -70,16 +94,68 @@ export function normalizeCron(raw: string): { expression: string; pattern: strin
     if (!pattern) {
       throw new BadUserInputError('cron', `unknown macro ${JSON.stringify(expression)}; use one of ${Object.keys(CRON_MACROS).join(', ')}`);
     }
-    return { expression: macro, pattern };
+    return { expression: macro, pattern: `0 ${pattern} *`, fields: [...CRON_FIELDS] };
   }
-  const fields = expression.split(' ').length;
-  if (fields !== 5 && fields !== 6) {
-    throw new BadUserInputError(
-      'cron',
-      `expected 5 fields (minute hour day-of-month month day-of-week) or 6 with a leading seconds field, got ${fields}`,
-    );
+  const parts = expression.split(' ');
+  switch (parts.length) {
+    case 5:
+      return { expression, pattern: `0 ${expression} *`, fields: CRON_FIELDS.slice(1, 6) };
+    case 6:
+      return sixFields === 'year'
+        ? { expression, pattern: `0 ${expression}`, fields: CRON_FIELDS.slice(1) }
+        : { expression, pattern: `${expression} *`, fields: CRON_FIELDS.slice(0, 6) };
+    case 7:
+      return { expression, pattern: expression, fields: [...CRON_FIELDS] };
+    default:
+      throw new BadUserInputError(
+        'cron',
+        `expected 5 fields (minute hour day-of-month month day-of-week), 6 (the same and a year), or 7 (second minute hour day-of-month month day-of-week year), got ${parts.length}`,
+      );
   }
-  return { expression, pattern: expression };
+}
+
+/** A refusal that names the cron field at fault in `extensions.cronField` (and in the message). */
+function fieldError(field: CronFieldName, value: string, reason: string): BadUserInputError {
+  return new BadUserInputError('cron', `${field} field ${JSON.stringify(value)}: ${reason}`, { cronField: field });
+}
+
+const croner = (pattern: string): Cron => new Cron(pattern, { paused: true, mode: '7-part', utcOffset: NAIVE_OFFSET_MIN });
+const cronerReason = (error: unknown): string => String((error as Error).message).replace(/^Cron(Pattern|Options)?:\s*/, '');
+
+/** Years outside 1970–2099 are refused, as the original service did. */
+function checkYears(value: string): void {
+  for (const token of value.split(',')) {
+    const bounds = token.split('/')[0];
+    for (const year of bounds.split('-')) {
+      if (year === '*' || year === '?') continue;
+      if (!/^\d+$/.test(year) || Number(year) < MIN_YEAR || Number(year) > MAX_YEAR) {
+        throw fieldError('year', value, `years are ${MIN_YEAR}-${MAX_YEAR}, in numbers, e.g. 2027, 2026-2030 or */2`);
+      }
+    }
+  }
+}
+
+/**
+ * Parses the seven-field pattern with croner. When croner refuses it, each of the user's fields is
+ * tried alone (every other field `*`) to name the one at fault.
+ */
+function parsePattern(pattern: string, fields: CronFieldName[]): Cron {
+  const values = pattern.split(' ');
+  if (fields.includes('year')) checkYears(values[6]);
+  try {
+    return croner(pattern);
+  } catch (error) {
+    for (const field of fields) {
+      const i = CRON_FIELDS.indexOf(field);
+      const alone = CRON_FIELDS.map((_, j) => (j === i ? values[j] : '*')).join(' ');
+      try {
+        croner(alone);
+      } catch (fieldError_) {
+        throw fieldError(field, values[i], cronerReason(fieldError_));
+      }
+    }
+    throw new BadUserInputError('cron', cronerReason(error));
+  }
 }
 
 /** Canonical IANA name of a time zone; throws BAD_USER_INPUT on `timezone` for an unknown one. */
@@ -96,19 +172,17 @@ export function normalizeTimezone(raw: string | null | undefined): string {
 
 const compiled = new Map<string, CompiledCron>();
 
-/** Parses `cron` in `timezone` (memoised). Throws BAD_USER_INPUT naming `cron` or `timezone`. */
-export function compileCron(cron: string, timezone: string | null = DEFAULT_TIMEZONE): CompiledCron {
-  const key = `${timezone}\u0000${cron}`;
+/**
+ * Parses `cron` in `timezone` (memoised). Throws BAD_USER_INPUT naming `cron` or `timezone`; a
+ * refusal of one field also names it in `extensions.cronField` (`minute`, `day-of-week`, `year`...).
+ */
+export function compileCron(cron: string, timezone: string | null = DEFAULT_TIMEZONE, sixFields: SixFieldForm = 'year'): CompiledCron {
+  const key = `${timezone}\u0000${sixFields}\u0000${cron}`;
   const hit = compiled.get(key);
   if (hit) return hit;
   const zone = normalizeTimezone(timezone);
-  const { expression, pattern } = normalizeCron(cron);
-  let naive: Cron;
-  try {
-    naive = new Cron(pattern, { paused: true, mode: '5-or-6-parts', utcOffset: NAIVE_OFFSET_MIN });
-  } catch (error) {
-    throw new BadUserInputError('cron', String((error as Error).message).replace(/^Cron(Pattern|Options)?:\s*/, ''));
-  }
+  const { expression, pattern, fields } = normalizeCron(cron, sixFields);
+  const naive = parsePattern(pattern, fields);
   const result: CompiledCron = { expression, pattern, timezone: zone, naive };
   if (compiled.size >= 10_000) compiled.delete(compiled.keys().next().value!);
   compiled.set(key, result);
@@ -119,12 +193,23 @@ export function compileCron(cron: string, timezone: string | null = DEFAULT_TIME
  * Compiles and checks that the expression fires at least once after `now`: `0 0 30 2 *` parses
  * but never fires, and is refused.
  */
-export function validateCron(cron: string, timezone: string | null, now: number): CompiledCron {
-  const c = compileCron(cron, timezone);
+export function validateCron(cron: string, timezone: string | null, now: number, sixFields: SixFieldForm = 'year'): CompiledCron {
+  const c = compileCron(cron, timezone, sixFields);
   if (nextOccurrence(c, now) === null) {
-    throw new BadUserInputError('cron', `${JSON.stringify(c.expression)} never fires (no matching date exists)`);
+    throw new BadUserInputError('cron', `${JSON.stringify(c.expression)} never fires (no matching date exists, or its years are past)`);
   }
   return c;
+}
+
+/** The next `count` occurrences strictly after `after` (fewer when the expression stops firing). */
+export function nextOccurrences(c: CompiledCron, after: number, count: number): number[] {
+  const out: number[] = [];
+  for (let t: number | null = after; out.length < count; ) {
+    t = nextOccurrence(c, t);
+    if (t === null) break;
+    out.push(t);
+  }
+  return out;
 }
 
 /** The first occurrence strictly after `after` (epoch ms), or null when there is none. */
@@ -252,4 +337,21 @@ export function resolveWallTime(timezone: string, naive: number): number {
     else hi = mid;
   }
   return hi;
+}
+
+/** `instant` as the wall-clock time in `timezone`, ISO 8601 with its UTC offset (`2026-03-08T03:00:00-04:00`). */
+export function localIso(timezone: string, instant: number): string {
+  const offsetMin = Math.round(offsetAt(timezone, instant) / 60_000);
+  const wall = new Date(instant + offsetMin * 60_000).toISOString().slice(0, 19);
+  if (offsetMin === 0) return `${wall}Z`;
+  const abs = Math.abs(offsetMin);
+  return `${wall}${offsetMin < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}
+
+/** The expression in words (cronstrue, 24-hour clock), from its seven-field pattern. */
+export function describeCron(c: CompiledCron): string {
+  const fields = c.pattern.split(' ');
+  // A zero second and any year say nothing: give cronstrue the five standard fields then.
+  const pattern = fields[0] === '0' && fields[6] === '*' ? fields.slice(1, 6).join(' ') : c.pattern;
+  return cronstrue.toString(pattern, { use24HourTimeFormat: true, throwExceptionOnParseError: false });
 }

@@ -36,6 +36,7 @@ const created = (overrides: Partial<ScheduleEventData['ScheduleCreated']> = {}):
     input: [{ format: 'pdf' }],
     tag: 'team:data',
     cron: '0 * * * *',
+    sixFields: 'year',
     timezone: 'UTC',
     overlapPolicy: 'allow',
     catchUpWindowMs: 60_000,
@@ -69,7 +70,7 @@ describe('schedule decider', () => {
     });
 
     it('refuses a bad expression, an unknown zone, a never-firing expression and a negative window', () => {
-      spec.given([]).when(create({ cron: '* * * * * * *' })).thenThrows(BadUserInputError, /cron: expected 5 fields/);
+      spec.given([]).when(create({ cron: '* * * * * * * *' })).thenThrows(BadUserInputError, /cron: expected 5 fields/);
       spec.given([]).when(create({ timezone: 'Nowhere/Land' })).thenThrows(BadUserInputError, /timezone: unknown time zone/);
       spec.given([]).when(create({ cron: '0 0 30 2 *' })).thenThrows(BadUserInputError, /never fires/);
       spec.given([]).when(create({ catchUpWindowMs: -1 })).thenThrows(BadUserInputError, /catchUpWindowMs/);
@@ -81,6 +82,18 @@ describe('schedule decider', () => {
 
     it('first fires at the first occurrence after creation', () => {
       expect(nextFireAt(spec.given([created()]).state())).toBe(at('2026-01-01T01:00:00Z'));
+    });
+
+    it('records six fields in the original form (year last): `0 2 * * * *` is daily at 02:00', () => {
+      spec.given([]).when(create({ cron: '0 2 * * * *' })).then([created({ cron: '0 2 * * * *' })]);
+      expect(nextFireAt(spec.given([created({ cron: '0 2 * * * *' })]).state())).toBe(at('2026-01-01T02:00:00Z'));
+    });
+
+    it('keeps reading six fields seconds-first for a schedule recorded before the year form', () => {
+      const legacy = created({ cron: '0 2 * * * *' });
+      delete (legacy.data as { sixFields?: string }).sixFields;
+      // Second 0 of minute 2 of every hour, as it was created to mean.
+      expect(nextFireAt(spec.given([legacy]).state())).toBe(at('2026-01-01T01:02:00Z'));
     });
   });
 

@@ -1,7 +1,7 @@
 import { Json } from '../../event-store/event-store.port.js';
 import { Decider } from '../../shared/decider.js';
 import { BadUserInputError, ConflictError, NotFoundError } from '../../shared/errors.js';
-import { compileCron, latestOccurrence, nextOccurrence, occurrencesBetween, OccurrenceRange, validateCron } from './cron.js';
+import { CompiledCron, compileCron, latestOccurrence, nextOccurrence, occurrencesBetween, OccurrenceRange, SixFieldForm, validateCron } from './cron.js';
 import { occurrenceDispatchId, triggerDispatchId } from './dispatch-id.js';
 
 /**
@@ -40,6 +40,11 @@ export interface ScheduleSpec {
   tag: string | null;
   /** As given, whitespace-normalised. */
   cron: string;
+  /**
+   * How six fields are read: `year` (the original service's form) for every schedule created now.
+   * Absent on schedules recorded before, which read six fields as seconds-first and keep doing so.
+   */
+  sixFields?: SixFieldForm;
   /** Canonical IANA name. */
   timezone: string;
   overlapPolicy: OverlapPolicy;
@@ -106,7 +111,7 @@ export type ScheduleState = { status: 'none' } | ExistingSchedule;
 type Ref = { scheduleId: string; appId: string; environment: string; now: number };
 
 export type ScheduleCommand =
-  | (Omit<ScheduleSpec, 'timezone'> & {
+  | (Omit<ScheduleSpec, 'timezone' | 'sixFields'> & {
       type: 'CreateSchedule';
       /** An IANA name, or null for UTC. */
       timezone: string | null;
@@ -170,7 +175,7 @@ function decideFireDue(state: ExistingSchedule, now: number, previousRunning: bo
     buffered = null;
     running = true;
   }
-  const cron = compileCron(spec.cron, spec.timezone);
+  const cron = scheduleCron(spec);
   const latest = latestOccurrence(cron, state.cursor, now);
   if (latest === null) return events;
   const onTime = now - latest <= Math.max(spec.catchUpWindowMs, LATE_TOLERANCE_MS);
@@ -209,6 +214,7 @@ export const scheduleDecider: Decider<ScheduleCommand, ScheduleEvent, ScheduleSt
               input: command.input,
               tag: workflow ? command.tag : null,
               cron: cron.expression,
+              sixFields: 'year',
               timezone: cron.timezone,
               overlapPolicy: workflow ? command.overlapPolicy : 'allow',
               catchUpWindowMs: command.catchUpWindowMs,
@@ -320,5 +326,8 @@ export const scheduleDecider: Decider<ScheduleCommand, ScheduleEvent, ScheduleSt
 /** When the cron fires next for an active schedule (null when paused, deleted or never again). */
 export function nextFireAt(state: ScheduleState): number | null {
   if (state.status !== 'active') return null;
-  return nextOccurrence(compileCron(state.spec.cron, state.spec.timezone), state.cursor);
+  return nextOccurrence(scheduleCron(state.spec), state.cursor);
 }
+
+/** A schedule's expression, read the way it was recorded (see `ScheduleSpec.sixFields`). */
+export const scheduleCron = (spec: ScheduleSpec): CompiledCron => compileCron(spec.cron, spec.timezone, spec.sixFields ?? 'seconds');

@@ -1,14 +1,15 @@
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
+import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { IsEnum, IsOptional, IsString } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
-import { NotFoundError } from '../../shared/errors.js';
+import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
+import { localIso, nextOccurrences } from '../domain/cron.js';
 import { isUuid } from '../../shared/ids.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
-import { ScheduleConnection, ScheduleStatusValue, ScheduleType, toScheduleType } from '../schedule.types.js';
+import { SCHEDULE_CRON, ScheduleConnection, ScheduleFiring, ScheduleStatusValue, ScheduleType, toScheduleType } from '../schedule.types.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { SchedulesReadModel } from '../schedules.read-model.js';
 
@@ -55,6 +56,21 @@ export class ScheduleQueriesResolver {
     const views = this.model.list({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state });
     const page = paginate(views, args.first ?? 50, args.after);
     return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
+  }
+
+  @ResolveField(() => [ScheduleFiring], {
+    description:
+      'The next `count` occurrences the schedule will fire at, from `nextFireAt` on, each also as wall-clock time in its time zone (daylight saving rules applied). Empty when paused or deleted; fewer when the expression stops firing (a year field).',
+  })
+  nextFirings(
+    @Parent() schedule: ScheduleType,
+    @Args('count', { type: () => Int, defaultValue: 5, description: 'How many occurrences, 1 to 100 (default 5).' }) count: number,
+  ): ScheduleFiring[] {
+    if (!Number.isInteger(count) || count < 1 || count > 100) throw new BadUserInputError('count', 'must be between 1 and 100');
+    const cron = schedule[SCHEDULE_CRON];
+    if (!cron || schedule.nextFireAt === null) return [];
+    const first = schedule.nextFireAt.getTime();
+    return [first, ...nextOccurrences(cron, first, count - 1)].map((at) => ({ at: new Date(at), local: localIso(cron.timezone, at) }));
   }
 
   @Query(() => [HistoryEvent], {

@@ -24,6 +24,8 @@ export interface TaskDispatchedData {
   environment: string;
   name: string;
   args: Json[];
+  /** Free label given at dispatch (absent on tasks recorded before tags existed). */
+  tag?: string | null;
   scheduleId: string | null;
   parent: { workflowId: string; seq: number } | null;
   dispatchedAt: string;
@@ -36,7 +38,7 @@ export type TaskState =
   | { status: 'exists'; taskId: string; appId: string; environment: string; name: string; args: Json[]; attempt: AttemptState };
 
 export type TaskCommand =
-  | { type: 'DispatchTask'; taskId: string; appId: string; environment: string; name: string; args: Json[]; scheduleId?: string | null; parent?: { workflowId: string; seq: number } | null; now: number }
+  | { type: 'DispatchTask'; taskId: string; appId: string; environment: string; name: string; args: Json[]; tag?: string | null; scheduleId?: string | null; parent?: { workflowId: string; seq: number } | null; now: number }
   | { type: 'StartTask'; attemptId: string; workerId: string; now: number; leaseMs: number; retryPolicy: RetryPolicy; timeoutMs: number | null }
   | { type: 'HeartbeatTask'; attemptId: string; now: number; leaseMs: number }
   | { type: 'CompleteTask'; attemptId: string; result: Json }
@@ -60,6 +62,7 @@ export const taskDecider: Decider<TaskCommand, TaskEvent, TaskState> = {
             environment: command.environment,
             name: command.name,
             args: command.args,
+            ...(command.tag != null ? { tag: command.tag } : {}),
             scheduleId: command.scheduleId ?? null,
             parent: command.parent ?? null,
             dispatchedAt: iso(command.now),

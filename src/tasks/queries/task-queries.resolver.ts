@@ -14,6 +14,11 @@ export class TaskFilterInput extends AppScopedInput {
   @IsString()
   name?: string;
 
+  @Field(() => String, { nullable: true, description: 'Only tasks dispatched with this tag.' })
+  @IsOptional()
+  @IsString()
+  tag?: string;
+
   @Field(() => TaskState, { nullable: true, description: 'Only tasks in this state.' })
   @IsOptional()
   state?: TaskState;
@@ -21,7 +26,7 @@ export class TaskFilterInput extends AppScopedInput {
 
 @ArgsType()
 class TasksArgs extends PageArgs {
-  @Field(() => TaskFilterInput, { description: 'App, environment and optional name and state.' })
+  @Field(() => TaskFilterInput, { description: 'App, environment and optional name, tag and state.' })
   filter: TaskFilterInput;
 }
 

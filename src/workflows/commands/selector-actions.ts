@@ -7,21 +7,28 @@ import type { Principal } from '../../tokens/tokens.projection.js';
 import { SelectorActionInput } from './selector-action.input.js';
 import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
-import { WorkflowCommand, workflowDecider } from '../domain/workflow.decider.js';
+import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.decider.js';
 import { Selector } from '../domain/workflow-commands.js';
 import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
 import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
 
-/** Checks a selector has one of its three forms. */
-export function toSelector(input: WorkflowSelectorInput | null | undefined): Selector {
+/**
+ * A selector as the API takes it: one of the three documented forms, or `{ id, name }`, which the
+ * original service's client sends for `select.workflow(name).withId(id)`: the id, on the
+ * condition that the workflow has that name.
+ */
+export type ApiSelector = Selector | { id: string; name: string };
+
+/** Checks a selector has one of its forms. */
+export function toSelector(input: WorkflowSelectorInput | null | undefined): ApiSelector {
   const id = input?.id ?? null;
   const name = input?.name ?? null;
   const tag = input?.tag ?? null;
-  if (id !== null && name === null && tag === null) return { id };
+  if (id !== null && tag === null) return name === null ? { id } : { id, name };
   if (id === null && name !== null) return tag === null ? { name } : { name, tag };
   const reason =
     id !== null
-      ? 'an id selector takes no name or tag'
+      ? 'an id selector takes no tag'
       : tag !== null
         ? 'a tag alone is not a selector; give the workflow name with it'
         : 'give { id }, { name } or { name, tag }';
@@ -48,11 +55,13 @@ export class SelectorActions {
    * What the selector picks once this instance's read models include the store's head, so a
    * workflow acknowledged by any instance before this call is found.
    */
-  async select(appId: string, environment: string, selector: Selector): Promise<WorkflowView[]> {
+  async select(appId: string, environment: string, selector: ApiSelector): Promise<WorkflowView[]> {
     const at = await this.fence.upToHead();
     if ('id' in selector) {
       const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id) : undefined;
-      if (!view) {
+      // With a name, the id must be a workflow of that name (or of that name's versions).
+      const named = !('name' in selector) || (view !== undefined && (view.name === selector.name || baseName(view.name) === selector.name));
+      if (!view || !named) {
         this.logger.log(`selector { id: ${selector.id} } in ${appId}/${environment}: no such workflow at position ${at}`);
         throw new NotFoundError('workflow', selector.id);
       }
@@ -73,7 +82,7 @@ export class SelectorActions {
   /** Applies `command` to what `selector` picks in the context's app and environment. */
   async applyTo(
     context: CommandContext,
-    selector: Selector,
+    selector: ApiSelector,
     command: WorkflowCommand,
     options: { eventId?: (workflowId: string) => string } = {},
   ): Promise<SelectorActionResult> {

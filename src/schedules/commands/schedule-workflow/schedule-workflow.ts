@@ -3,6 +3,7 @@ import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { IsEnum, IsOptional } from 'class-validator';
 import { AppScopedInput, JsonArrayField, NameField, OptionalTagField } from '../../../graphql/common.types.js';
 import { CurrentPrincipal } from '../../../tokens/principal.js';
+import { VersionField, versionedName } from '../../../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { ScheduleOverlapPolicy, ScheduleResult } from '../../schedule.types.js';
 import { ScheduleCreator } from '../create-schedule.js';
@@ -21,6 +22,9 @@ export class ScheduleWorkflowInput extends AppScopedInput {
 
   @OptionalTagField('Optional tag given to every workflow the schedule dispatches (at most 256 characters); `{ name, tag }` selectors reach them by it.')
   tag?: string | null;
+
+  @VersionField()
+  version?: string | null;
 
   @TimezoneField()
   timezone?: string | null;
@@ -50,7 +54,7 @@ export class ScheduleWorkflowHandler implements ICommandHandler<ScheduleWorkflow
       appId: input.appId,
       environment: input.environment,
       kind: 'workflow',
-      name: input.name,
+      name: versionedName(input.name, input.version),
       input: input.input,
       tag: input.tag ?? null,
       cron: input.cron,

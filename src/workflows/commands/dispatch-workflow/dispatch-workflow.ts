@@ -1,10 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Args, InputType, Mutation, Resolver } from '@nestjs/graphql';
+import { Args, Field, InputType, Mutation, Resolver } from '@nestjs/graphql';
+import { IsOptional, IsString, Matches } from 'class-validator';
 import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { BATON_CONFIG, type BatonConfig } from '../../../config/config.js';
 import { CommandContext, DeciderRunner } from '../../../event-store/decider-runner.js';
-import { Json } from '../../../event-store/event-store.port.js';
+import { EVENT_STORE, type EventStore, Json } from '../../../event-store/event-store.port.js';
 import { AppScopedInput, JsonArrayField, NameField, OptionalTagField } from '../../../graphql/common.types.js';
+import { IdempotencyKeyField, IdempotencyKeyHeader, idempotencyKeyOf } from '../../../graphql/idempotency-key.js';
+import { BadUserInputError } from '../../../shared/errors.js';
+import { dispatchOnce, firstDispatch } from '../../../shared/idempotency.js';
 import { contextFor } from '../../../shared/command-context.js';
 import { uuidv7 } from '../../../shared/ids.js';
 import { parseJsonArray } from '../../../shared/json.js';
@@ -24,6 +28,41 @@ export class DispatchWorkflowInput extends AppScopedInput {
 
   @OptionalTagField('Optional tag (one per workflow, at most 256 characters), e.g. "email:ada@example.com"; `{ name, tag }` selectors reach the workflow by it.')
   tag?: string | null;
+
+  @VersionField()
+  version?: string | null;
+
+  @IdempotencyKeyField('workflow')
+  idempotencyKey?: string | null;
+}
+
+/**
+ * The optional `version` field: what the original service's client sends for a `Name_vN` name
+ * (`Signup_v2` arrives as name `Signup`, version `v2`).
+ */
+export function VersionField(): PropertyDecorator {
+  return (target, key) => {
+    Field(() => String, {
+      nullable: true,
+      description:
+        'Optional version, `v` and a number, e.g. "v2": runs `Name_v2` exactly as if the name were given as "Name_v2" (this is how the original service\'s client sends a `Name_vN` name). Null or absent: the name alone decides.',
+    })(target, key);
+    IsOptional()(target, key);
+    IsString()(target, key);
+    Matches(/^v\d{1,9}$/, { message: 'must be "v" and a number, e.g. "v2"' })(target, key);
+  };
+}
+
+/** The workflow name a `name` and optional `version` stand for: `Signup` + `v2` → `Signup_v2`. */
+export function versionedName(name: string, version: string | null | undefined): string {
+  if (version == null) return name;
+  if (!/^v\d{1,9}$/.test(version)) throw new BadUserInputError('version', 'must be "v" and a number, e.g. "v2"');
+  const pinned = /_(v\d+)$/.exec(name)?.[1];
+  if (pinned !== undefined) {
+    if (pinned === version) return name;
+    throw new BadUserInputError('version', `the name ${JSON.stringify(name)} already pins ${pinned}; give one version`);
+  }
+  return `${name}_${version}`;
 }
 
 export interface WorkflowDispatch {
@@ -44,37 +83,56 @@ export class WorkflowDispatcher {
   constructor(private readonly runner: DeciderRunner) {}
 
   async dispatch(context: CommandContext, dispatch: WorkflowDispatch): Promise<string> {
+    return (await this.tryDispatch(context, dispatch)).id;
+  }
+
+  /** Dispatches; `created` is false when a workflow with that id already existed (nothing changed). */
+  async tryDispatch(context: CommandContext, dispatch: WorkflowDispatch): Promise<{ id: string; created: boolean }> {
     const workflowId = dispatch.workflowId ?? uuidv7();
-    await this.runner.run(
+    const { events } = await this.runner.run(
       `workflow-${workflowId}`,
       workflowDecider,
       { type: 'DispatchWorkflow', workflowId, ...dispatch, tag: dispatch.tag, now: Date.now() },
       context,
     );
-    return workflowId;
+    return { id: workflowId, created: events.length > 0 };
   }
 }
 
 export class DispatchWorkflow {
-  constructor(readonly principal: Principal, readonly input: DispatchWorkflowInput) {}
+  constructor(
+    readonly principal: Principal,
+    readonly input: DispatchWorkflowInput,
+    /** The Idempotency-Key header, if any. */
+    readonly idempotencyHeader: string | null = null,
+  ) {}
 }
+
 
 @CommandHandler(DispatchWorkflow)
 export class DispatchWorkflowHandler implements ICommandHandler<DispatchWorkflow, DispatchWorkflowResult> {
   constructor(
     private readonly dispatcher: WorkflowDispatcher,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 
-  async execute({ principal, input }: DispatchWorkflow): Promise<DispatchWorkflowResult> {
+  async execute({ principal, input, idempotencyHeader }: DispatchWorkflow): Promise<DispatchWorkflowResult> {
     assertScope(principal, input.appId, input.environment);
     const args = parseJsonArray('input', input.input, inputLimits(this.config));
-    const id = await this.dispatcher.dispatch(contextFor(principal, input.appId, input.environment), {
-      appId: input.appId,
-      environment: input.environment,
-      name: input.name,
-      tag: input.tag ?? null,
-      input: args,
+    const name = versionedName(input.name, input.version);
+    const key = idempotencyKeyOf(input.idempotencyKey, idempotencyHeader);
+    const context = contextFor(principal, input.appId, input.environment);
+    const dispatch = (workflowId?: string) =>
+      this.dispatcher.tryDispatch(context, { appId: input.appId, environment: input.environment, name, tag: input.tag ?? null, input: args, workflowId });
+    if (key === null) return { id: (await dispatch()).id };
+    const { id } = await dispatchOnce({
+      scope: { kind: 'workflow', appId: input.appId, environment: input.environment, key },
+      name,
+      now: Date.now(),
+      windowMs: this.config.idempotencyWindowMs,
+      read: (workflowId) => firstDispatch(this.store, `workflow-${workflowId}`),
+      dispatch: async (workflowId) => (await dispatch(workflowId)).created,
     });
     return { id };
   }
@@ -87,7 +145,11 @@ export class DispatchWorkflowResolver {
   @Mutation(() => DispatchWorkflowResult, {
     description: 'Dispatches a workflow (optionally with a tag) and returns its id at once; its first decision is queued for a worker.',
   })
-  dispatchWorkflow(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The workflow to dispatch: app, environment, name, arguments and an optional tag.' }) input: DispatchWorkflowInput): Promise<DispatchWorkflowResult> {
-    return this.commands.execute(new DispatchWorkflow(principal, input));
+  dispatchWorkflow(
+    @CurrentPrincipal() principal: Principal,
+    @Args('input', { description: 'The workflow to dispatch: app, environment, name, arguments and an optional tag, version and idempotency key.' }) input: DispatchWorkflowInput,
+    @IdempotencyKeyHeader() idempotencyHeader: string | null,
+  ): Promise<DispatchWorkflowResult> {
+    return this.commands.execute(new DispatchWorkflow(principal, input, idempotencyHeader));
   }
 }

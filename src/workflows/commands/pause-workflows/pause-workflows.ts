@@ -26,7 +26,8 @@ export class PauseWorkflowsResolver {
   constructor(private readonly commands: CommandBus) {}
 
   @Mutation(() => SelectorActionResult, {
-    description: 'Pauses running workflows picked by the selector. Tasks already dispatched keep running and their results are recorded; nothing new is dispatched until resumeWorkflows. Paused, completed, failed and terminated workflows are left as they are.',
+    nullable: true,
+    description: 'Pauses running workflows picked by the selector. Tasks already dispatched keep running and their results are recorded; nothing new is dispatched until resumeWorkflows. Paused, completed, failed and terminated workflows are left as they are. Null only together with an error (NOT_FOUND for an unknown `{ id }` selector), so that `data` still holds the field: the original service\'s client reads it there.',
   })
   pauseWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to pause (app, environment, selector).' }) input: PauseWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new PauseWorkflows(principal, input));

@@ -26,7 +26,8 @@ export class ResumeWorkflowsResolver {
   constructor(private readonly commands: CommandBus) {}
 
   @Mutation(() => SelectorActionResult, {
-    description: 'Resumes paused workflows picked by the selector; everything recorded while paused (task results, timers, events) is then acted on, in order. Running and final workflows are left as they are.',
+    nullable: true,
+    description: 'Resumes paused workflows picked by the selector; everything recorded while paused (task results, timers, events) is then acted on, in order. Running and final workflows are left as they are. Null only together with an error (NOT_FOUND for an unknown `{ id }` selector), so that `data` still holds the field: the original service\'s client reads it there.',
   })
   resumeWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to resume (app, environment, selector).' }) input: ResumeWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new ResumeWorkflows(principal, input));

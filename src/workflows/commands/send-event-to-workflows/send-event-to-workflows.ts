@@ -42,8 +42,9 @@ export class SendEventToWorkflowsResolver {
   constructor(private readonly commands: CommandBus) {}
 
   @Mutation(() => SelectorActionResult, {
+    nullable: true,
     description:
-      'Sends an event to the workflows picked by the selector. Running and paused workflows record it (a paused one acts on it after resume, in order); terminated, completed and failed ones do not receive it.',
+      'Sends an event to the workflows picked by the selector. Running and paused workflows record it (a paused one acts on it after resume, in order); terminated, completed and failed ones do not receive it. Null only together with an error (NOT_FOUND for an unknown `{ id }` selector), so that `data` still holds the field: the original service\'s client reads it there.',
   })
   sendEventToWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The event (name and data) and the workflows it goes to (app, environment, selector).' }) input: SendEventToWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new SendEventToWorkflows(principal, input));

@@ -1,0 +1,40 @@
+import { describe, expect, it } from '@jest/globals';
+import { BadUserInputError } from '../../../shared/errors.js';
+import { idempotencyKeyOf } from '../../../graphql/idempotency-key.js';
+import { versionedName } from './dispatch-workflow.js';
+
+describe('versionedName (the original client sends Signup_v2 as name Signup, version v2)', () => {
+  it('appends the version to the name', () => {
+    expect(versionedName('Signup', 'v2')).toBe('Signup_v2');
+    expect(versionedName('Signup', null)).toBe('Signup');
+    expect(versionedName('Signup', undefined)).toBe('Signup');
+  });
+
+  it('accepts a name that already pins the same version, and refuses another', () => {
+    expect(versionedName('Signup_v2', 'v2')).toBe('Signup_v2');
+    expect(() => versionedName('Signup_v2', 'v3')).toThrow(BadUserInputError);
+    expect(() => versionedName('Signup', '2')).toThrow(/version/);
+  });
+});
+
+describe('idempotencyKeyOf (the input field or the Idempotency-Key header)', () => {
+  it('takes either, or both when they agree', () => {
+    expect(idempotencyKeyOf(null, null)).toBeNull();
+    expect(idempotencyKeyOf('k', null)).toBe('k');
+    expect(idempotencyKeyOf(undefined, ' k ')).toBe('k');
+    expect(idempotencyKeyOf('k', 'k')).toBe('k');
+  });
+
+  it('refuses a disagreement or an empty header, on the field idempotencyKey', () => {
+    for (const [input, header] of [['a', 'b'], [null, '  ']] as const) {
+      let thrown: unknown;
+      try {
+        idempotencyKeyOf(input, header);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(BadUserInputError);
+      expect((thrown as BadUserInputError).details.field).toBe('idempotencyKey');
+    }
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * The original service's own Node.js client, the `zenaton` package from npm (0.8.0, its default
+ * "serverless" code path), pointed at Baton with ZENATON_GATEWAY_URL and used unchanged. Every
+ * call is then checked through Baton's own queries: the workflow's state and history, the task,
+ * the schedule. Workflows run on a real worker process serving the test fixtures.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import zenaton from 'zenaton';
+import { Service, startService } from '../support/service.js';
+import { killAllWorkers, startWorker } from '../support/worker.js';
+import { waitFor } from '../support/wait-for.js';
+import { APP, Engine, unique } from '../engine/engine-helpers.js';
+
+const ENV = 'zenaton';
+
+describe('the original zenaton npm client (0.8.0) against Baton', () => {
+  let service: Service;
+  let engine: Engine;
+  let client: InstanceType<typeof zenaton.Client>;
+  const previousGateway = process.env.ZENATON_GATEWAY_URL;
+
+  const query = async <T = any>(document: string, variables: Record<string, unknown>): Promise<T> => {
+    const response = await service.gql<T>(document, { appId: APP, environment: ENV, ...variables });
+    expect(response.body.errors).toBeUndefined();
+    return response.body.data!;
+  };
+  const task = async (id: string) =>
+    (await query('query($appId: String!, $environment: String!, $id: ID!) { task(appId: $appId, environment: $environment, id: $id) { name state tag input output } }', { id })).task;
+  const SCHEDULE_FIELDS = 'id kind name tag cron cronDescription timezone nextFireAt nextFirings(count: 3) { at local }';
+  const schedule = async (id: string) =>
+    (await query(`query($appId: String!, $environment: String!, $id: ID!) { schedule(appId: $appId, environment: $environment, id: $id) { ${SCHEDULE_FIELDS} } }`, { id })).schedule;
+  const schedulesNamed = async (name: string) =>
+    (
+      await query(
+        `query($appId: String!, $environment: String!, $name: String) { schedules(filter: { appId: $appId, environment: $environment, name: $name }) { nodes { ${SCHEDULE_FIELDS} } } }`,
+        { name },
+      )
+    ).schedules.nodes;
+  const types = async (id: string) => (await engine.history(id)).map((e) => e.type);
+
+  beforeAll(async () => {
+    service = await startService();
+    await startWorker({ url: service.url, token: service.token, environment: ENV });
+    engine = new Engine(service, ENV);
+    // The client reads the gateway from the environment at every request and posts to `${url}/graphql`.
+    process.env.ZENATON_GATEWAY_URL = service.url;
+    client = new zenaton.Client(APP, service.token, ENV);
+  });
+
+  afterAll(async () => {
+    if (previousGateway === undefined) delete process.env.ZENATON_GATEWAY_URL;
+    else process.env.ZENATON_GATEWAY_URL = previousGateway;
+    await killAllWorkers();
+    await service?.stop();
+  });
+
+  it('is the 0.8.0 package on its default (serverless) code path', () => {
+    expect(zenaton.infos).toEqual({ appVersion: '0.8.0', codePath: 'serverless' });
+  });
+
+  it('dispatches a workflow with a tag, then finds it by name and tag to send an event, pause, resume and terminate it', async () => {
+    const tag = unique('email:ada');
+    const dispatched = await client.run.withTag(tag).workflow('Listener');
+    const id = dispatched!.id;
+    expect(await engine.workflow(id)).toMatchObject({ name: 'Listener', tag, state: 'RUNNING' });
+    await engine.waitForEventType(id, 'DecisionCompleted');
+
+    const byTag = () => client.select.workflow('Listener').withTag(tag);
+    expect(await byTag().send('ping', 1, 'two')).toEqual({ status: 'OK' });
+    await engine.waitForEventType(id, 'WorkflowEventReceived', (d) => d.name === 'ping' && JSON.stringify(d.data) === '[1,"two"]');
+
+    expect(await byTag().pause()).toEqual({ status: 'OK' });
+    expect((await engine.workflow(id)).state).toBe('PAUSED');
+    expect(await byTag().resume()).toEqual({ status: 'OK' });
+    expect((await engine.workflow(id)).state).toBe('RUNNING');
+    // terminate resolves to undefined whatever Baton answers: the client reads `killWorkflows`.
+    expect(await byTag().terminate()).toBeUndefined();
+    expect((await engine.workflow(id)).state).toBe('TERMINATED');
+
+    const history = await types(id);
+    for (const type of ['WorkflowDispatched', 'WorkflowEventReceived', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated']) expect(history).toContain(type);
+    expect(history.indexOf('WorkflowPaused')).toBeLessThan(history.indexOf('WorkflowResumed'));
+    expect(history.indexOf('WorkflowResumed')).toBeLessThan(history.indexOf('WorkflowTerminated'));
+  });
+
+  it('selects by id with the name (the form select.workflow(name).withId(id) sends), and reads a name that disagrees as not found', async () => {
+    const { id } = (await client.run.workflow('Listener'))!;
+    expect(await client.select.workflow('Listener').withId(id).send('ping', 'by id')).toEqual({ status: 'OK' });
+    await engine.waitForEventType(id, 'WorkflowEventReceived', (d) => JSON.stringify(d.data) === '["by id"]');
+
+    // Another name: Baton answers NOT_FOUND with `type: "NOT_FOUND"`, which the client turns into a
+    // quiet null instead of throwing; nothing happens to the workflow.
+    expect(await client.select.workflow('Collector').withId(id).pause()).toBeNull();
+    expect(await client.select.workflow('Listener').withId('00000000-0000-7000-8000-000000000000').pause()).toBeNull();
+    expect(await types(id)).not.toContain('WorkflowPaused');
+    expect((await engine.workflow(id)).state).toBe('RUNNING');
+    // The answer the client parsed: the field null in `data`, the error typed NOT_FOUND (and coded).
+    const raw = await service.gql('mutation($input: PauseWorkflowsInput!) { pauseWorkflows(input: $input) { status } }', {
+      input: { appId: APP, environment: ENV, selector: { name: 'Collector', id } },
+    });
+    expect(raw.body).toEqual({
+      data: { pauseWorkflows: null },
+      errors: [{ message: `workflow ${id} not found`, path: ['pauseWorkflows'], type: 'NOT_FOUND', extensions: { code: 'NOT_FOUND' } }],
+    });
+
+    await client.select.workflow('Listener').withId(id).terminate();
+    expect((await engine.workflow(id)).state).toBe('TERMINATED');
+  });
+
+  it('runs the version a Name_vN name asks for (sent as name and version)', async () => {
+    // The worker serves Versioned_v1 and Versioned_v2; without the version, v2 (the highest) would run.
+    const { id } = (await client.run.workflow('Versioned_v1'))!;
+    expect(await engine.workflow(id)).toMatchObject({ name: 'Versioned_v1' });
+    await engine.waitForEventType(id, 'TaskCompleted');
+    expect((await engine.workflow(id)).version).toBe('Versioned_v1');
+    await client.select.workflow('Versioned').withId(id).send('go');
+    expect((await engine.waitForState(id)).result).toEqual({ version: 'v1' });
+    const history = JSON.stringify(await engine.history(id));
+    expect(history).toContain('v1 step');
+    expect(history).not.toContain('v2 step');
+  });
+
+  it('dispatches a task', async () => {
+    const { id } = (await client.run.task('echo', 'hello from zenaton'))!;
+    const done = await waitFor(async () => {
+      const t = await task(id);
+      return t?.state === 'COMPLETED' ? t : null;
+    }, { timeoutMs: 15_000, description: 'the task to complete' });
+    expect(done).toMatchObject({ name: 'echo', tag: null, input: '["hello from zenaton"]', output: '"hello from zenaton"' });
+  });
+
+  it("schedules a workflow and a task with the original's six-field cron (`0 2 * * * *`: daily at 02:00)", async () => {
+    const tag = unique('team:data');
+    const workflowSchedule = await client.schedule('0 2 * * * *').withTag(tag).workflow('Noop', { format: 'pdf' });
+    const s = await schedule(workflowSchedule!.id);
+    expect(s).toMatchObject({ kind: 'WORKFLOW', name: 'Noop', tag, cron: '0 2 * * * *', cronDescription: 'At 02:00', timezone: 'UTC' });
+    const next = new Date(s.nextFireAt);
+    expect([next.getUTCHours(), next.getUTCMinutes(), next.getUTCSeconds()]).toEqual([2, 0, 0]);
+    expect(s.nextFirings.map((f: { at: string }) => Date.parse(f.at) - next.getTime())).toEqual([0, 86_400_000, 2 * 86_400_000]);
+
+    // A versioned name schedules that version; a null tag is no tag.
+    const versioned = await client.schedule('30 9 * * MON 2099').workflow('Versioned_v2');
+    expect(await schedule(versioned!.id)).toMatchObject({ name: 'Versioned_v2', tag: null, cron: '30 9 * * MON 2099' });
+
+    // scheduleTask resolves to undefined (the client reads `createTaskSchedule`): find it by name.
+    const taskName = unique('nightlyTask');
+    expect(await client.schedule('0 2 * * * *').task(taskName, 1)).toBeUndefined();
+    const [taskSchedule] = await schedulesNamed(taskName);
+    expect(taskSchedule).toMatchObject({ kind: 'TASK', cron: '0 2 * * * *', cronDescription: 'At 02:00' });
+  });
+
+  it('dispatches what a schedule created by the client fires, with its tag', async () => {
+    const tag = unique('every-second');
+    // Seven fields: seconds first, then the year; fires every second.
+    const created = await client.schedule('* * * * * * *').withTag(tag).workflow('Noop');
+    const byTag = 'query($appId: String!, $environment: String!, $tag: String) { workflows(filter: { appId: $appId, environment: $environment, tag: $tag }) { nodes { id name tag scheduleId } } }';
+    const fired = await waitFor(async () => (await query(byTag, { tag })).workflows.nodes[0], { timeoutMs: 10_000, description: 'a workflow dispatched by the schedule' });
+    expect(fired).toMatchObject({ name: 'Noop', tag, scheduleId: created!.id });
+    await engine.waitForState(fired.id);
+    const removed = await service.gql('mutation($input: DeleteScheduleInput!) { deleteSchedule(input: $input) { id state } }', { input: { appId: APP, environment: ENV, id: created!.id } });
+    expect(removed.body.errors).toBeUndefined();
+  });
+});

@@ -1,0 +1,29 @@
+/** The parts of the original service's npm client (`zenaton` 0.8.0, untyped) the compatibility tests use. */
+declare module 'zenaton' {
+  interface Selection {
+    withTag(tag: string): Selection;
+    withId(id: string): Selection;
+    send(event: string, ...data: unknown[]): Promise<unknown>;
+    pause(): Promise<unknown>;
+    resume(): Promise<unknown>;
+    terminate(): Promise<unknown>;
+  }
+  interface Scheduling {
+    withTag(tag: string): Scheduling;
+    workflow(name: string, ...input: unknown[]): Promise<{ id: string } | undefined>;
+    task(name: string, ...input: unknown[]): Promise<{ id: string } | undefined>;
+  }
+  interface Running {
+    withTag(tag: string): Running;
+    workflow(name: string, ...input: unknown[]): Promise<{ id: string } | null>;
+    task(name: string, ...input: unknown[]): Promise<{ id: string } | null>;
+  }
+  export class Client {
+    constructor(appId: string, apiToken: string, appEnv: string);
+    readonly run: Running;
+    readonly select: { workflow(name?: string): Selection };
+    readonly schedule: (cron: string) => Scheduling;
+  }
+  const zenaton: { Client: typeof Client; infos: { appVersion: string; codePath: string } };
+  export default zenaton;
+}
