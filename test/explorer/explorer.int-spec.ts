@@ -269,12 +269,16 @@ describe('explorers', () => {
     }
   });
 
-  it('GET /graphql without a token still answers queries, and CSRF prevention stays on', async () => {
+  it('GET /graphql?query= needs a token (only the page itself is public), and CSRF prevention stays on', async () => {
     const url = `${service.url}/graphql?query=${encodeURIComponent('{ __typename }')}`;
-    const blocked = await fetch(url);
+    const anonymous = await fetch(url, { headers: { 'apollo-require-preflight': 'true' } });
+    expect(anonymous.status).toBe(401);
+    expect((await anonymous.json()).errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    const auth = { authorization: `Bearer ${service.token}` };
+    const blocked = await fetch(url, { headers: auth });
     expect(blocked.status).toBe(400);
     expect(JSON.stringify(await blocked.json())).toContain('Cross-Site Request Forgery');
-    const allowed = await fetch(url, { headers: { 'apollo-require-preflight': 'true' } });
+    const allowed = await fetch(url, { headers: { ...auth, 'apollo-require-preflight': 'true' } });
     expect(allowed.status).toBe(200);
     expect(await allowed.json()).toEqual({ data: { __typename: 'Query' } });
   });
