@@ -27,6 +27,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       concurrency: { type: 'string', default: process.env.BATON_CONCURRENCY ?? '10' },
       'heartbeat-ms': { type: 'string', default: process.env.BATON_HEARTBEAT_MS ?? '5000' },
       'max-cached-workflows': { type: 'string', default: process.env.BATON_MAX_CACHED_WORKFLOWS ?? '1000' },
+      'shutdown-grace-ms': { type: 'string', default: process.env.BATON_SHUTDOWN_GRACE_MS ?? '30000' },
     },
   });
   const [modulePath] = positionals;
@@ -45,6 +46,7 @@ export async function workerCommand(args: string[]): Promise<number> {
     concurrency: Number(values.concurrency),
     heartbeatIntervalMs: Number(values['heartbeat-ms']),
     maxCachedWorkflows: Number(values['max-cached-workflows']),
+    shutdownGraceMs: Number(values['shutdown-grace-ms']),
   });
   const stop = () => void worker.shutdown();
   process.once('SIGINT', stop);

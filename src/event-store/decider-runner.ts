@@ -99,6 +99,11 @@ export class DeciderRunner {
     });
   }
 
+  /** The stream's current state (see `StreamQueues.state`). */
+  state<S>(streamId: string, decider: Decider<any, any, S>, context: CommandContext): Promise<{ state: S; seenPosition: bigint | undefined }> {
+    return this.queues.state(streamId, decider, context);
+  }
+
   async run<C, E extends DomainEvent, S>(
     streamId: string,
     decider: Decider<C, E, S>,

@@ -72,6 +72,8 @@ export interface StreamQueueStats {
 }
 
 const MAX_BATCH = 256;
+/** A job that only reads the state (`StreamQueues.state`). */
+const INSPECT = Symbol('inspect');
 const MAX_CONFLICT_ROUNDS = 100;
 const LOAD_PAGE = 512;
 
@@ -125,6 +127,16 @@ export class StreamQueues {
     });
   }
 
+  /**
+   * The stream's current state, in turn with its commands (a look at what follows the cached
+   * revision first, so another instance's writes are included). Reads nothing when cached and
+   * nobody else wrote.
+   */
+  async state<S>(streamId: string, decider: Decider<any, any, S>, context: CommandContext): Promise<{ state: S; seenPosition: bigint | undefined }> {
+    const result = await this.run(streamId, decider, INSPECT as never, context);
+    return { state: result.state, seenPosition: result.seenPosition };
+  }
+
   /** Forgets the cached state of a stream (the next command reads it again). */
   forget(streamId: string): void {
     this.entries.delete(streamId);
@@ -174,7 +186,7 @@ export class StreamQueues {
         let events: DomainEvent[];
         try {
           const command = typeof job.command === 'function' ? (job.command as (s: unknown) => unknown)(state) : job.command;
-          events = job.decider.decide(command, state);
+          events = command === INSPECT ? [] : job.decider.decide(command, state);
         } catch (error) {
           outcomes.push({ job, error });
           continue;

@@ -42,7 +42,7 @@ import { SchedulesProjection, SchedulesReadModel, SchedulesTable } from './sched
     TriggerScheduleResolver,
     ScheduleQueriesResolver,
   ],
-  exports: [SchedulesReadModel],
+  exports: [SchedulesReadModel, ScheduleCreator],
 })
 export class SchedulesModule {
   constructor(registry: EventRegistry) {

@@ -4,7 +4,8 @@ import { Client } from './client.js';
 import type { RetryPolicy, TaskDefinition, WorkflowDefinition } from './definitions.js';
 import { toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError } from './errors.js';
-import { HistoryEvent, WorkflowReplay } from './workflow-context.js';
+import { DECISION_HISTORY, HEARTBEAT, type HistoryEvent, POLL_WORK, REPORT_WORK, type WireDecisionReport, type WireTaskReport, type WireWorkItem } from '../protocol/index.js';
+import { WorkflowReplay } from './workflow-context.js';
 
 export interface WorkerOptions {
   /** Base URL of the Baton service. */
@@ -38,7 +39,9 @@ export interface WorkerOptions {
    */
   heartbeatIntervalMs?: number;
   /**
-   * How long `shutdown()` waits for running work before it gives up on it.
+   * How long `shutdown()` waits for running work. Task attempts still running then are aborted
+   * and given back to the server (released): another worker gets them at once, and the attempt
+   * does not count against their retries.
    * @default 30000
    */
   shutdownGraceMs?: number;
@@ -53,30 +56,9 @@ export interface WorkerOptions {
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
 }
 
-interface WorkItem {
-  kind: 'DECISION' | 'TASK';
-  ref: string;
-  workflowId: string | null;
-  taskId: string | null;
-  name: string;
-  version: string | null;
-  decisionId: string | null;
-  attemptId: string | null;
-  attempt: number | null;
-  input: string;
-  history: string | null;
-  historyFrom: number | null;
-  runFrom: number | null;
-  leaseExpiresAt: string;
-}
-
-type DecisionReport = { ref: string; decisionId: string; commands?: string; failureCode?: string; failureMessage?: string; historyPosition?: number | null };
-type TaskReport = { ref: string; attemptId: string; result?: string; error?: { message: string; name?: string; nonRetryable?: boolean; retryAfterMs?: number } };
-
-const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId name version decisionId attemptId attempt input history historyFrom runFrom leaseExpiresAt } }`;
-const DECISION_HISTORY = `query($input: DecisionHistoryInput!) { decisionHistory(input: $input) }`;
-const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
-const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
+type WorkItem = WireWorkItem;
+type DecisionReport = WireDecisionReport;
+type TaskReport = WireTaskReport;
 
 /**
  * Runs tasks and workflows for one app and environment: long-polls Baton for work, executes
@@ -97,6 +79,8 @@ export class Worker {
   private readonly concurrency: number;
   private readonly logger: Pick<Console, 'info' | 'warn' | 'error'>;
   private readonly running = new Map<string, { attemptId: string; abort: AbortController }>();
+  /** Attempts aborted by shutdown: reported as released, not failed. */
+  private readonly releasing = new Set<string>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private decisionReports: DecisionReport[] = [];
@@ -154,8 +138,15 @@ export class Worker {
           this.inFlight.add(work);
         }
       }
-      const grace = new Promise((resolve) => setTimeout(resolve, this.options.shutdownGraceMs ?? 30_000).unref());
-      await Promise.race([Promise.all(this.inFlight), grace]);
+      const grace = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), this.options.shutdownGraceMs ?? 30_000).unref());
+      const finished = await Promise.race([Promise.all(this.inFlight).then(() => true), grace]);
+      if (!finished) {
+        for (const [ref, running] of this.running) {
+          this.releasing.add(ref);
+          running.abort.abort(new Error('the worker is shutting down'));
+        }
+        await Promise.race([Promise.all(this.inFlight), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      }
       await this.flush();
     } finally {
       clearInterval(heartbeats);
@@ -165,7 +156,7 @@ export class Worker {
   private async poll(maxItems: number): Promise<WorkItem[]> {
     const waitMs = this.options.pollWaitMs ?? 20_000;
     const data = await this.client.request<{ pollWork: WorkItem[] }>(
-      POLL,
+      POLL_WORK,
       {
         input: {
           appId: this.options.appId,
@@ -203,6 +194,8 @@ export class Worker {
       }
       const commands = await run!.replay.feed(history);
       report.commands = JSON.stringify(commands);
+      const queries = run!.replay.answerQueries();
+      if (queries !== null) report.queries = queries;
       if (!run!.replay.isFinished) this.hold(workflowId, run!);
     } catch (error) {
       const e = error as Error;
@@ -263,7 +256,8 @@ export class Worker {
       report.result = JSON.stringify(result === undefined ? null : result);
     } catch (error) {
       const e = error instanceof Error ? error : new Error(String(error));
-      report.error = {
+      if (this.releasing.has(item.ref)) report.released = true;
+      else report.error = {
         message: e.message,
         name: e.name,
         ...(e instanceof NonRetryableError ? { nonRetryable: true } : {}),
@@ -298,7 +292,7 @@ export class Worker {
     this.reportLeases = [];
     for (let attempt = 0; ; attempt++) {
       try {
-        const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }> } }>(REPORT, {
+        const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }> } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks },
         });
         for (const r of reportWork.rejected) this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
+import { type DecisionCommand, type HistoryEvent, type Json, type Selector, callId } from '../protocol/decision-commands.js';
 import type { TaskDefinition, WorkflowDefinition } from './definitions.js';
+import { type Moment, isMoment, resolveMoment } from './moments.js';
 import { Duration, toMs } from './duration.js';
 import { NonDeterminismError, TaskFailedError } from './errors.js';
 
-/** Picks workflows: by id, by name, or by name and tag. */
-export type Selector = { id: string } | { name: string; tag?: string };
+export type { HistoryEvent, Selector } from '../protocol/decision-commands.js';
 
 const CHILD_OPTIONS = Symbol('baton.childOptions');
 
@@ -39,21 +40,49 @@ export interface WorkflowContext {
   readonly isReplaying: boolean;
   /** Runs a task and resolves with its result; rejects with {@link TaskFailedError} once its retries are exhausted. */
   run<Args extends unknown[], Result>(task: TaskDefinition<Args, Result> | string, ...args: Args): Promise<Result>;
-  /** Starts a task or a child workflow without waiting for it. */
-  dispatch(target: TaskDefinition | WorkflowDefinition | string, ...args: unknown[]): void;
+  /**
+   * Starts a task or a child workflow without waiting for it, and returns its id (the task's or
+   * the child workflow's, as `workflow`/`task` queries know it).
+   */
+  dispatch(target: TaskDefinition | WorkflowDefinition | string, ...args: unknown[]): string;
   /** Runs a child workflow (optionally `tagged(...)` as the last argument) and resolves with its result. */
   workflow<Result = unknown>(workflow: WorkflowDefinition<any[], Result> | string, ...args: unknown[]): Promise<Result>;
   /** Waits durably: survives restarts of workers and of the service. */
   sleep(duration: Duration): Promise<void>;
-  /** Waits until a moment, durably. */
-  sleepUntil(date: Date | number | string): Promise<void>;
+  /**
+   * Waits until a moment, durably: a date, or a {@link Moment} in a time zone (`at('15:30',
+   * 'Europe/Paris')`, `monday('09:00')`, `dayOfMonth(1)`), resolved against `now()`.
+   */
+  sleepUntil(date: Date | number | string | Moment): Promise<void>;
   /**
    * Waits for the next event of that name sent to this workflow (one that arrived earlier and
    * was not yet taken counts). Resolves `[name, ...data]`, or `null` when `timeout` passes first.
    */
   waitForEvent(name: string, options?: { timeout?: Duration }): Promise<[string, ...unknown[]] | null>;
-  /** Calls `handler(...data)` for every event of that name this workflow receives. */
-  onEvent(name: string, handler: (...data: any[]) => void): void;
+  /**
+   * Calls `handler(...data)` for every event of that name this workflow receives; with `'*'`,
+   * `handler(name, ...data)` for every event that no `waitForEvent` takes. A handler may be async
+   * (await tasks, sleep): the workflow completes only once every handler it started has finished,
+   * and a handler that throws fails the workflow.
+   */
+  onEvent(name: string, handler: (...data: any[]) => unknown): void;
+  /**
+   * Answers `name` for readers outside the workflow (`workflowQuery` in GraphQL,
+   * `client.queryWorkflow`): the handler runs on the workflow's replayed state at the end of each
+   * decision and its JSON answer is recorded with the decision. It must not call `ctx` methods.
+   * @example
+   * let step = 'started';
+   * ctx.onQuery('step', () => step);
+   */
+  onQuery(name: string, handler: () => unknown): void;
+  /**
+   * Creates a cron schedule from inside the workflow (the original service's scheduling): five
+   * fields are standard cron; see the README for the six- and seven-field forms. Returns the
+   * schedule's id; creating it again on replay or retry does nothing.
+   * @example
+   * ctx.schedule('0 8 * * 1', { timezone: 'Europe/Paris' }).workflow(weeklyReport, accountId);
+   */
+  schedule(cron: string, options?: { timezone?: string; tag?: string }): { workflow(target: WorkflowDefinition | string, ...args: unknown[]): string; task(target: TaskDefinition | string, ...args: unknown[]): string };
   /** Acts on other workflows of this app and environment. */
   select(selector: Selector): SelectedWorkflows;
   /** The time of the current decision (deterministic: use it instead of `Date.now()`). */
@@ -78,14 +107,7 @@ export interface WorkflowContext {
   readonly log: Pick<Console, 'info' | 'warn' | 'error'>;
 }
 
-/** One event of a workflow's history, as the server sends it with a decision. */
-export interface HistoryEvent {
-  revision: number;
-  type: string;
-  data: any;
-}
-
-type Command = { type: string; seq?: number; name?: string; [key: string]: unknown };
+type Command = DecisionCommand;
 
 interface Pending {
   resolve: (value: any) => void;
@@ -105,7 +127,10 @@ export class WorkflowReplay {
   private readonly awaiting = new Map<number, Pending>();
   private readonly timers = new Map<number, () => void>();
   private waiters: Array<{ seq: number; name: string; resolve: (value: [string, ...unknown[]] | null) => void; timed: boolean }> = [];
-  private readonly handlers = new Map<string, Array<(...data: any[]) => void>>();
+  private readonly handlers = new Map<string, Array<(...data: any[]) => unknown>>();
+  /** Handlers still running (async `onEvent` handlers): the workflow completes after them. */
+  private readonly handling = new Set<Promise<unknown>>();
+  private readonly queries = new Map<string, () => unknown>();
   private unclaimed: Array<{ name: string; data: unknown[] }> = [];
   /** Outcomes recorded since the last decision, seen by the code at the next one. */
   private unseen: HistoryEvent[] = [];
@@ -134,6 +159,20 @@ export class WorkflowReplay {
   /** True once the code returned, threw or continued as new: nothing more will come of it. */
   get isFinished(): boolean {
     return this.finished;
+  }
+
+  /** Each query handler's answer on the current state, as a JSON object string (null when there are none). */
+  answerQueries(): string | null {
+    if (this.queries.size === 0) return null;
+    const answers: Record<string, unknown> = {};
+    for (const [name, handler] of this.queries) {
+      try {
+        answers[name] = handler() ?? null;
+      } catch (error) {
+        answers[name] = { error: (error as Error).message };
+      }
+    }
+    return JSON.stringify(answers);
   }
 
   /** Replays the history given to the constructor and returns the commands of the current (last) decision. */
@@ -206,8 +245,12 @@ export class WorkflowReplay {
     const ctx = this.context();
     Promise.resolve()
       .then(() => this.workflow.handler(ctx, ...this.input))
+      .then(async (result) => {
+        while (this.handling.size > 0) await Promise.all([...this.handling]);
+        return result;
+      })
       .then(
-        (result) => this.finish({ type: 'CompleteWorkflow', result: result === undefined ? null : result }),
+        (result) => this.finish({ type: 'CompleteWorkflow', result: (result === undefined ? null : result) as never }),
         (error: unknown) => {
           const e = error instanceof Error ? error : new Error(String(error));
           this.finish({ type: 'FailWorkflow', error: { message: e.message, name: e.name } });
@@ -228,10 +271,12 @@ export class WorkflowReplay {
   private check(recorded: Command[], revision: number): void {
     const produced = this.buffer;
     const n = Math.max(produced.length, recorded.length);
+    const seqOf = (c: Command) => ('seq' in c ? c.seq : undefined);
+    const nameOf = (c: Command) => ('name' in c ? c.name : null);
     for (let i = 0; i < n; i++) {
       const a = produced[i];
       const b = recorded[i];
-      if (!a || !b || a.type !== b.type || a.seq !== b.seq || (a.name ?? null) !== (b.name ?? null)) {
+      if (!a || !b || a.type !== b.type || seqOf(a) !== seqOf(b) || nameOf(a) !== nameOf(b)) {
         throw new NonDeterminismError(
           `workflow ${this.workflow.name} (${this.workflowId}) no longer matches its history at revision ${revision}: ` +
             `the code produced ${describe(a)} where the history has ${describe(b)}`,
@@ -250,7 +295,7 @@ export class WorkflowReplay {
 
   private deliver(name: string, data: unknown[]): void {
     const handlers = this.handlers.get(name) ?? [];
-    for (const handler of handlers) handler(...data);
+    for (const handler of handlers) this.runHandler(() => handler(...data));
     const index = this.waiters.findIndex((w) => w.name === name);
     if (index >= 0) {
       const [waiter] = this.waiters.splice(index, 1);
@@ -260,8 +305,36 @@ export class WorkflowReplay {
       }
       waiter.resolve([name, ...data]);
     } else if (handlers.length === 0) {
-      this.unclaimed.push({ name, data });
+      const any = this.handlers.get('*') ?? [];
+      if (any.length > 0) for (const handler of any) this.runHandler(() => handler(name, ...data));
+      else this.unclaimed.push({ name, data });
     }
+  }
+
+  /** Runs an event handler; an async one is waited for before the workflow completes, and fails it if it throws. */
+  private runHandler(call: () => unknown): void {
+    let result: unknown;
+    try {
+      result = call();
+    } catch (error) {
+      this.failFromHandler(error);
+      return;
+    }
+    if (result && typeof (result as Promise<unknown>).then === 'function') {
+      const work: Promise<unknown> = Promise.resolve(result).then(
+        () => this.handling.delete(work),
+        (error: unknown) => {
+          this.handling.delete(work);
+          this.failFromHandler(error);
+        },
+      );
+      this.handling.add(work);
+    }
+  }
+
+  private failFromHandler(error: unknown): void {
+    const e = error instanceof Error ? error : new Error(String(error));
+    this.finish({ type: 'FailWorkflow', error: { message: `event handler failed: ${e.message}`, name: e.name } });
   }
 
   private await<T>(seq: number): Promise<T> {
@@ -279,8 +352,8 @@ export class WorkflowReplay {
     const log = (level: 'info' | 'warn' | 'error') => (...args: unknown[]) => {
       if (!self.replaying) console[level](`[${self.workflow.name} ${self.workflowId}]`, ...args);
     };
-    const control = (selector: Selector, action: string, event?: { name: string; data: unknown[] }) =>
-      self.command({ type: 'ControlWorkflows', seq: self.seq++, selector, action, ...(event ? { event } : {}) });
+    const control = (selector: Selector, action: 'send' | 'pause' | 'resume' | 'terminate', event?: { name: string; data: unknown[] }) =>
+      self.command({ type: 'ControlWorkflows', seq: self.seq++, selector, action, ...(event ? { event: { name: event.name, data: event.data as Json[] } } : {}) });
     return {
       workflowId: this.workflowId,
       get isReplaying() {
@@ -288,22 +361,23 @@ export class WorkflowReplay {
       },
       run(task, ...args) {
         const seq = self.seq++;
-        self.command({ type: 'ScheduleTask', seq, name: nameOf(task), args });
+        self.command({ type: 'ScheduleTask', seq, name: nameOf(task), args: args as Json[] });
         return self.await(seq);
       },
       dispatch(target, ...args) {
         const seq = self.seq++;
         if (typeof target !== 'string' && target.kind === 'workflow') {
           const child = childArgs(args);
-          self.command({ type: 'StartChildWorkflow', seq, name: target.name, args: child.args, tag: child.tag, wait: false });
+          self.command({ type: 'StartChildWorkflow', seq, name: target.name, args: child.args as Json[], tag: child.tag, wait: false });
         } else {
-          self.command({ type: 'DispatchTask', seq, name: nameOf(target), args });
+          self.command({ type: 'DispatchTask', seq, name: nameOf(target), args: args as Json[] });
         }
+        return callId(self.workflowId, seq);
       },
       workflow(workflow, ...args) {
         const seq = self.seq++;
         const child = childArgs(args);
-        self.command({ type: 'StartChildWorkflow', seq, name: nameOf(workflow), args: child.args, tag: child.tag, wait: true });
+        self.command({ type: 'StartChildWorkflow', seq, name: nameOf(workflow), args: child.args as Json[], tag: child.tag, wait: true });
         return self.await(seq);
       },
       sleep(duration) {
@@ -311,7 +385,7 @@ export class WorkflowReplay {
       },
       sleepUntil(date) {
         const seq = self.seq++;
-        const at = new Date(date).getTime();
+        const at = isMoment(date) ? resolveMoment(date, self.time) : new Date(date).getTime();
         if (Number.isNaN(at)) throw new RangeError(`invalid date: ${String(date)}`);
         self.command({ type: 'StartTimer', seq, fireAt: new Date(at).toISOString() });
         return new Promise<void>((resolve) => self.timers.set(seq, resolve));
@@ -337,9 +411,23 @@ export class WorkflowReplay {
       },
       onEvent(name, handler) {
         self.handlers.set(name, [...(self.handlers.get(name) ?? []), handler]);
-        const earlier = self.unclaimed.filter((e) => e.name === name);
-        self.unclaimed = self.unclaimed.filter((e) => e.name !== name);
-        for (const event of earlier) handler(...event.data);
+        const earlier = self.unclaimed.filter((e) => name === '*' || e.name === name);
+        self.unclaimed = self.unclaimed.filter((e) => !(name === '*' || e.name === name));
+        for (const event of earlier) self.runHandler(() => (name === '*' ? handler(event.name, ...event.data) : handler(...event.data)));
+      },
+      onQuery(name, handler) {
+        self.queries.set(name, handler);
+      },
+      schedule(cron, options = {}) {
+        const create = (kind: 'workflow' | 'task', target: { name: string } | string, args: unknown[]) => {
+          const seq = self.seq++;
+          self.command({ type: 'CreateSchedule', seq, kind, name: nameOf(target), args: args as Json[], cron, timezone: options.timezone ?? null, tag: options.tag ?? null });
+          return callId(self.workflowId, seq);
+        };
+        return {
+          workflow: (target, ...args) => create('workflow', target, args),
+          task: (target, ...args) => create('task', target, args),
+        };
       },
       select(selector) {
         return {
@@ -359,7 +447,7 @@ export class WorkflowReplay {
         return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
       },
       continueAsNew(...args) {
-        self.finish({ type: 'ContinueAsNew', seq: self.seq++, args, at: new Date(self.time).toISOString() });
+        self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString() });
         return new Promise<never>(() => {});
       },
       log: { info: log('info'), warn: log('warn'), error: log('error') },
@@ -374,7 +462,9 @@ const drain = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function describe(command: Command | undefined): string {
   if (!command) return 'nothing';
-  return `${command.type}${command.seq !== undefined ? ` #${command.seq}` : ''}${command.name ? ` (${command.name})` : ''}`;
+  const seq = 'seq' in command ? ` #${command.seq}` : '';
+  const name = 'name' in command ? ` (${command.name})` : '';
+  return `${command.type}${seq}${name}`;
 }
 
 /** xoshiro128**: a small PRNG with 128 bits of state, seeded from a hash (never all zero). */

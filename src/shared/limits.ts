@@ -77,7 +77,7 @@ export function jsonTextDepth(raw: string, stopAt = Infinity): number {
  * array and object sizes, string lengths. `shape: 'array'` also requires a JSON array (the API's
  * convention for arguments and event data).
  */
-export function parseLimitedJson(field: string, raw: string, limits: InputLimits, shape: 'array' | 'any' = 'any'): unknown {
+export function parseLimitedJson(field: string, raw: string, limits: InputLimits, shape: 'array' | 'object' | 'any' = 'any'): unknown {
   if (Buffer.byteLength(raw, 'utf8') > limits.payloadBytes) {
     throw new BadUserInputError(field, `must be at most ${limits.payloadBytes} bytes of JSON`);
   }
@@ -93,6 +93,9 @@ export function parseLimitedJson(field: string, raw: string, limits: InputLimits
   }
   if (shape === 'array' && !Array.isArray(value)) {
     throw new BadUserInputError(field, `must be a string holding a JSON array; it holds ${value === null ? 'null' : typeof value}`);
+  }
+  if (shape === 'object' && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+    throw new BadUserInputError(field, 'must be a string holding a JSON object');
   }
   checkJsonValue(field, value, limits);
   return value;

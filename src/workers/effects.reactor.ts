@@ -4,6 +4,7 @@ import { EVENT_STORE, type EventStore, RecordedEvent, Subscription } from '../ev
 import { EventRegistry } from '../event-store/event-registry.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
+import { ScheduleCreator } from '../schedules/commands/create-schedule.js';
 import { BatonError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
@@ -13,7 +14,7 @@ import { WorkflowCommand, WorkflowEventData, workflowDecider } from '../workflow
 import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
 export const EFFECTS_CHECKPOINT = 'effects';
-const REACTS_TO = new Set(['ChildWorkflowStarted', 'TaskDispatchRequested', 'ControlRequested', 'WorkflowCompleted', 'WorkflowFailed', 'WorkflowTerminated']);
+const REACTS_TO = new Set(['ChildWorkflowStarted', 'TaskDispatchRequested', 'ControlRequested', 'ScheduleRequested', 'WorkflowCompleted', 'WorkflowFailed', 'WorkflowTerminated']);
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 10_000;
 const SAVE_EVERY_MS = 200;
@@ -54,6 +55,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     private readonly registry: EventRegistry,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(READ_MODEL_DB) private readonly rm: ReadModelDb,
+    private readonly schedules: ScheduleCreator,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -168,11 +170,27 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
         });
         return;
       }
+      case 'ScheduleRequested': {
+        const data = recorded.data as WorkflowEventData['ScheduleRequested'];
+        await this.schedules.createFor(context, {
+          appId: context.appId,
+          environment: context.environment,
+          kind: data.kind,
+          name: data.name,
+          input: JSON.stringify(data.args),
+          tag: data.tag,
+          cron: data.cron,
+          timezone: data.timezone,
+          overlapPolicy: 'allow',
+          catchUpWindowMs: null,
+          scheduleId: data.scheduleId,
+        });
+        return;
+      }
       case 'ControlRequested': {
         const data = recorded.data as WorkflowEventData['ControlRequested'];
-        const source = await this.store.readStream(streamId);
-        const applied = source.some((e) => e.type === 'ControlApplied' && (e.data as { seq: number }).seq === data.seq);
-        if (applied) return;
+        const { state } = await this.runner.state(streamId, workflowDecider, context);
+        if (state.status !== 'none' && state.controlsApplied?.has(data.seq)) return;
         const causeId = derivedUuid(id, String(data.seq), 'control');
         const command: WorkflowCommand =
           data.action === 'pause'

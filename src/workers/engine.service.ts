@@ -4,13 +4,14 @@ import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js'
 import { EVENT_STORE, type EventStore, Json, RecordedEvent } from '../event-store/event-store.port.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../shared/errors.js';
-import { derivedUuid, uuidv7 } from '../shared/ids.js';
+import { uuidv7 } from '../shared/ids.js';
+import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
 import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, WorkflowState, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { Candidate, EngineState } from './engine-state.js';
-import { parseRef } from './work-refs.js';
+import { parseRef } from '../protocol/work-refs.js';
 import {
   DecisionHistoryInput,
   DecisionReportInput,
@@ -261,16 +262,19 @@ export class EngineService {
     const commands = parseCommands(report.commands);
     const ids: Record<number, string> = {};
     for (const c of commands) {
-      if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') ids[c.seq] = derivedUuid(parsed.workflowId, String(c.seq));
+      if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask' || c.type === 'CreateSchedule') ids[c.seq] = callId(parsed.workflowId, c.seq);
     }
-    await this.runner.run(streamId, workflowDecider, scoped(context, parsed.workflowId, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids }), context);
+    const queries = report.queries ? (parseJson('decisions.queries', report.queries) as Record<string, Json>) : undefined;
+    await this.runner.run(streamId, workflowDecider, scoped(context, parsed.workflowId, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids, queries }), context);
   }
 
   private async reportTask(context: CommandContext, report: TaskReportInput): Promise<void> {
     const parsed = parseRef(report.ref);
     const now = this.clock.now();
-    let outcome: { kind: 'ok'; result: Json } | { kind: 'error'; error: TaskError };
-    if (report.error) {
+    let outcome: { kind: 'ok'; result: Json } | { kind: 'error'; error: TaskError } | { kind: 'released' };
+    if (report.released) {
+      outcome = { kind: 'released' };
+    } else if (report.error) {
       outcome = {
         kind: 'error',
         error: {
@@ -293,7 +297,9 @@ export class EngineService {
           parsed.workflowId,
           outcome.kind === 'ok'
             ? { type: 'CompleteTask', seq, attemptId: report.attemptId, result: outcome.result }
-            : { type: 'FailTask', seq, attemptId: report.attemptId, error: outcome.error, now },
+            : outcome.kind === 'released'
+              ? { type: 'ReleaseTask', seq, attemptId: report.attemptId, now }
+              : { type: 'FailTask', seq, attemptId: report.attemptId, error: outcome.error, now },
         ),
         context,
       );
@@ -306,7 +312,9 @@ export class EngineService {
           parsed.taskId,
           outcome.kind === 'ok'
             ? { type: 'CompleteTask', attemptId: report.attemptId, result: outcome.result }
-            : { type: 'FailTask', attemptId: report.attemptId, error: outcome.error, now },
+            : outcome.kind === 'released'
+              ? { type: 'ReleaseTask', attemptId: report.attemptId, now }
+              : { type: 'FailTask', attemptId: report.attemptId, error: outcome.error, now },
         ),
         context,
       );

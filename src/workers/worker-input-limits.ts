@@ -45,6 +45,7 @@ function checkTask(report: TaskReportInput, limits: InputLimits): void {
 }
 
 function checkDecision(report: DecisionReportInput, limits: InputLimits): void {
+  if (report.queries != null) parseLimitedJson('decisions.queries', report.queries, limits, 'object');
   if (report.failureCode || report.commands == null) return;
   const field = 'decisions.commands';
   const commands = parseLimitedJson(field, report.commands, limits, 'array') as unknown[];
@@ -69,6 +70,17 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits): void {
       case 'StartChildWorkflow':
         name('name', c.name);
         name('tag', c.tag, true);
+        array('args', c.args);
+        break;
+      case 'CreateSchedule':
+        name('name', c.name);
+        name('cron', c.cron);
+        name('timezone', c.timezone, true);
+        name('tag', c.tag, true);
+        array('args', c.args);
+        if (c.kind !== 'workflow' && c.kind !== 'task') throw new BadUserInputError(field, `command ${i} (CreateSchedule): kind must be workflow or task`);
+        break;
+      case 'ContinueAsNew':
         array('args', c.args);
         break;
       case 'ControlWorkflows': {

@@ -194,6 +194,11 @@ export class DecisionReportInput {
   @IsString()
   commands?: string | null;
 
+  @Field(() => String, { nullable: true, description: "Each query handler's answer on the state this decision left, as a JSON object (read through `Workflow.queries`)." })
+  @IsOptional()
+  @IsString()
+  queries?: string | null;
+
   @Field(() => String, { nullable: true, description: 'Failure code, e.g. NON_DETERMINISTIC (instead of commands).' })
   @IsOptional()
   @IsString()
@@ -229,6 +234,11 @@ export class TaskReportInput {
   @IsOptional()
   @IsString()
   result?: string | null;
+
+  @Field(() => Boolean, { nullable: true, description: 'The worker gives the attempt back unfinished (it is shutting down): it is claimable again at once and does not count against the retries.' })
+  @IsOptional()
+  @IsBoolean()
+  released?: boolean | null;
 
   @Field(() => TaskErrorInput, { nullable: true, description: 'Error (when the attempt failed).' })
   @IsOptional()

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { SchedulesModule } from '../schedules/schedules.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
 import { EffectsReactor } from './effects.reactor.js';
@@ -10,7 +11,7 @@ import { WorkerProtocolResolver } from './worker-protocol.resolver.js';
 
 /** The execution engine: what workers can claim, leases and timers, and the worker protocol. */
 @Module({
-  imports: [CqrsModule, WorkflowsModule, TasksModule],
+  imports: [CqrsModule, WorkflowsModule, TasksModule, SchedulesModule],
   providers: [EngineState, EngineProjection, EngineService, EngineTicker, EffectsReactor, WorkerProtocolResolver],
   exports: [EngineState, EffectsReactor],
 })

@@ -114,6 +114,11 @@ export class WorkflowType {
   parentId: string | null;
   @Field(() => ID, { nullable: true, description: 'Schedule that dispatched it, if any.' })
   scheduleId: string | null;
+  @Field(() => String, {
+    nullable: true,
+    description: "The answers of the workflow's query handlers (`ctx.onQuery`) on its state as of its last decision, as a JSON object; null when it declares none.",
+  })
+  queries: string | null;
   @Field({ description: 'When it was dispatched.' })
   createdAt: Date;
   @Field({ description: 'When its history last changed.' })
@@ -134,6 +139,7 @@ export function toWorkflowType(view: WorkflowView): WorkflowType {
     error: view.error ? view.error.message : null,
     parentId: view.parentId,
     scheduleId: view.scheduleId,
+    queries: view.queries === null ? null : JSON.stringify(view.queries),
     createdAt: view.createdAt,
     updatedAt: view.updatedAt,
   };

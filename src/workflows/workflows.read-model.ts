@@ -22,6 +22,8 @@ export interface WorkflowView {
   /** The parent's sequence number for this child (with `parentId`). */
   parentSeq: number | null;
   scheduleId: string | null;
+  /** The answers of its query handlers as of its last decision (`ctx.onQuery`), if it has any. */
+  queries: Record<string, Json> | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -49,6 +51,7 @@ interface Row {
   parent_id: string | null;
   parent_seq: number | null;
   schedule_id: string | null;
+  queries: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -70,6 +73,7 @@ const toView = (r: Row): WorkflowView => ({
   parentId: r.parent_id,
   parentSeq: r.parent_seq,
   scheduleId: r.schedule_id,
+  queries: r.queries === null || r.queries === undefined ? null : (JSON.parse(r.queries) as Record<string, Json>),
   createdAt: new Date(r.created_at),
   updatedAt: new Date(r.updated_at),
 });
@@ -80,7 +84,7 @@ const toView = (r: Row): WorkflowView => ({
  * (by app and environment in dispatch order). Written in the ProjectionRunner's batch
  * transaction; read with prepared statements.
  */
-@ReadModel(['WorkflowDispatched', 'DecisionStarted', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
+@ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsReadModel implements DurableProjection {
   private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
 
@@ -104,6 +108,7 @@ export class WorkflowsReadModel implements DurableProjection {
         parent_id   TEXT,
         parent_seq  INTEGER,
         schedule_id TEXT,
+        queries     TEXT,
         created_at  INTEGER NOT NULL,
         updated_at  INTEGER NOT NULL
       );
@@ -113,6 +118,8 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_tag ON rm_workflows (app_id, environment, tag, seq) WHERE tag IS NOT NULL;
       CREATE INDEX IF NOT EXISTS rm_workflows_active ON rm_workflows (status) WHERE ${ACTIVE};
     `);
+    const columns = this.rm.db.prepare<[], { name: string }>('PRAGMA table_info(rm_workflows)').all();
+    if (!columns.some((c) => c.name === 'queries')) this.rm.db.exec('ALTER TABLE rm_workflows ADD COLUMN queries TEXT');
     this.stmt = this.prepare();
   }
 
@@ -120,6 +127,8 @@ export class WorkflowsReadModel implements DurableProjection {
     const db = this.rm.db;
     return {
       get: db.prepare<[string], Row>('SELECT * FROM rm_workflows WHERE id = ?'),
+      queries: db.prepare<[string, number, string]>('UPDATE rm_workflows SET queries = ?, updated_at = ? WHERE id = ?'),
+      newRun: db.prepare<[string, number, string]>('UPDATE rm_workflows SET input = ?, queries = NULL, updated_at = ? WHERE id = ?'),
       insert: db.prepare(
         `INSERT OR IGNORE INTO rm_workflows (id, seq, app_id, environment, name, base_name, version, tag, status, input, output, error, parent_id, parent_seq, schedule_id, created_at, updated_at)
          VALUES (@id, @seq, @app_id, @environment, @name, @base_name, NULL, @tag, 'running', @input, NULL, NULL, @parent_id, @parent_seq, @schedule_id, @at, @at)`,
@@ -205,6 +214,12 @@ export class WorkflowsReadModel implements DurableProjection {
       }
       case 'DecisionStarted':
         this.stmt.version.run(event.data.version, at, id);
+        return;
+      case 'DecisionCompleted':
+        if (event.data.queries) this.stmt.queries.run(JSON.stringify(event.data.queries), at, id);
+        return;
+      case 'WorkflowContinuedAsNew':
+        this.stmt.newRun.run(JSON.stringify(event.data.input), at, id);
         return;
       case 'WorkflowPaused':
         return this.setStatus(id, 'paused', at);

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
-import { DeciderRunner } from '../../event-store/decider-runner.js';
+import { type CommandContext, DeciderRunner } from '../../event-store/decider-runner.js';
 import { contextFor } from '../../shared/command-context.js';
 import { CLOCK, type Clock } from '../../shared/clock.js';
 import { uuidv7 } from '../../shared/ids.js';
@@ -24,6 +24,8 @@ export interface NewSchedule {
   timezone: string | null;
   overlapPolicy: OverlapPolicy;
   catchUpWindowMs: number | null;
+  /** A deterministic id (a schedule a workflow asked for); a new UUID v7 otherwise. */
+  scheduleId?: string;
 }
 
 /** What scheduleTask and scheduleWorkflow share: checks, then one ScheduleCreated on a new stream. */
@@ -37,11 +39,16 @@ export class ScheduleCreator {
 
   async create(principal: Principal, s: NewSchedule): Promise<ScheduleResult> {
     assertScope(principal, s.appId, s.environment);
+    return this.createFor(contextFor(principal, s.appId, s.environment), s);
+  }
+
+  /** Creates the schedule on behalf of `context` (already authorised); creating one that exists does nothing. */
+  async createFor(context: CommandContext, s: NewSchedule): Promise<ScheduleResult> {
     const input = parseJsonArray('input', s.input, inputLimits(this.config));
     const now = this.clock.now();
     const timezone = normalizeTimezone(s.timezone);
     validateCron(s.cron, timezone, now);
-    const scheduleId = uuidv7(now);
+    const scheduleId = s.scheduleId ?? uuidv7(now);
     const { state } = await this.runner.run(
       `schedule-${scheduleId}`,
       scheduleDecider,
@@ -60,7 +67,7 @@ export class ScheduleCreator {
         catchUpWindowMs: s.catchUpWindowMs ?? this.config.scheduleCatchUpMs,
         now,
       },
-      contextFor(principal, s.appId, s.environment),
+      context,
     );
     const next = nextFireAt(state);
     return { id: scheduleId, nextFireAt: next === null ? null : new Date(next) };

@@ -32,7 +32,7 @@ export interface TaskError {
   retryAfterMs?: number;
 }
 
-export type AttemptFailureReason = 'error' | 'lease_expired' | 'timeout';
+export type AttemptFailureReason = 'error' | 'lease_expired' | 'timeout' | 'released';
 
 /** `seq` is present for a workflow's task and absent for a standalone one. */
 export interface AttemptEventData {
@@ -55,6 +55,8 @@ export interface AttemptEventData {
     reason: AttemptFailureReason;
     error: TaskError;
     retryAt: string | null;
+    /** Given back by its worker (shutting down): the attempt does not count. */
+    released?: boolean;
   };
   TaskFailed: { seq?: number; attempts: number; error: TaskError };
   TaskResultIgnored: { seq?: number; attemptId: string; reason: string };
@@ -114,7 +116,12 @@ export function evolveAttempt(state: AttemptState, event: AttemptEvent): Attempt
     case 'TaskAttemptFailed':
       return event.data.retryAt === null
         ? state
-        : { status: 'pending', attempts: event.data.attempt, readyAt: Date.parse(event.data.retryAt), lastAttemptId: event.data.attemptId };
+        : {
+            status: 'pending',
+            attempts: event.data.released ? event.data.attempt - 1 : event.data.attempt,
+            readyAt: Date.parse(event.data.retryAt),
+            lastAttemptId: event.data.attemptId,
+          };
     case 'TaskFailed':
       return { status: 'failed', attempts: event.data.attempts, error: event.data.error, lastAttemptId: state.status === 'started' ? state.attemptId : state.status === 'pending' ? state.lastAttemptId : undefined };
     case 'TaskResultIgnored':
@@ -214,6 +221,25 @@ export function decideFail(
   };
   if (!exhausted) return [failed];
   return [failed, { type: 'TaskFailed', data: { ...withSeq(seq), attempts: state.attempts, error: cmd.error } }];
+}
+
+/** The worker gives the current attempt back unfinished: claimable again at once, not counted. */
+export function decideRelease(state: AttemptState, cmd: { attemptId: string; now: number }, seq?: number): AttemptEvent[] {
+  if (state.status !== 'started' || state.attemptId !== cmd.attemptId) return [];
+  return [
+    {
+      type: 'TaskAttemptFailed',
+      data: {
+        ...withSeq(seq),
+        attemptId: cmd.attemptId,
+        attempt: state.attempts,
+        reason: 'released',
+        error: { message: `attempt ${state.attempts} released by worker ${state.workerId} (shutting down)`, name: 'ReleasedError' },
+        retryAt: iso(cmd.now),
+        released: true,
+      },
+    },
+  ];
 }
 
 /** Fails the current attempt when its lease or its start-to-close deadline has passed. */

@@ -10,6 +10,7 @@ import {
   decideComplete,
   decideExpiry,
   decideFail,
+  decideRelease,
   decideHeartbeat,
   decideStart,
   evolveAttempt,
@@ -43,6 +44,7 @@ export type TaskCommand =
   | { type: 'HeartbeatTask'; attemptId: string; now: number; leaseMs: number }
   | { type: 'CompleteTask'; attemptId: string; result: Json }
   | { type: 'FailTask'; attemptId: string; error: TaskError; now: number }
+  | { type: 'ReleaseTask'; attemptId: string; now: number }
   | { type: 'Tick'; now: number };
 
 export const TASK_EVENT_TYPES = ['TaskDispatched'] as const;
@@ -80,6 +82,8 @@ export const taskDecider: Decider<TaskCommand, TaskEvent, TaskState> = {
         return decideComplete(state.attempt, command);
       case 'FailTask':
         return decideFail(state.attempt, command);
+      case 'ReleaseTask':
+        return decideRelease(state.attempt, command);
       case 'Tick':
         return decideExpiry(state.attempt, command.now);
     }

@@ -12,6 +12,7 @@ import {
   decideComplete,
   decideExpiry,
   decideFail,
+  decideRelease,
   decideHeartbeat,
   decideStart,
   evolveAttempt,
@@ -37,7 +38,7 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   DecisionStarted: { decisionId: string; workerId: string; version: string; startedAt: string; leaseExpiresAt: string };
   /** Ends this run and starts the next under the same id, with `input` and an empty history. */
   WorkflowContinuedAsNew: WorkflowEventData['WorkflowDispatched'] & { run: number; seqBase: number; version: string | null };
-  DecisionCompleted: { decisionId: string; commands: DecisionCommand[] };
+  DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
   DecisionTimedOut: { decisionId: string };
   TaskScheduled: { seq: number; name: string; args: Json[] };
@@ -49,6 +50,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   ChildWorkflowFailed: { seq: number; childId: string; error: TaskError };
   TaskDispatchRequested: { seq: number; taskId: string; name: string; args: Json[] };
   ControlRequested: { seq: number; selector: Selector; action: string; event: { name: string; data: Json[] } | null };
+  /** The workflow asked for a cron schedule (`ctx.schedule`); the effects reactor creates it under `scheduleId`. */
+  ScheduleRequested: { seq: number; scheduleId: string; kind: 'workflow' | 'task'; name: string; args: Json[]; cron: string; timezone: string | null; tag: string | null };
   ControlApplied: { seq: number; matched: number; changed: number };
   /** `causeId`: the effect that delivered it (a workflow's `select().send`), so a repeat is recognised. */
   WorkflowEventReceived: { name: string; data: Json[]; causeId?: string };
@@ -91,6 +94,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'WorkflowCompleted',
   'WorkflowFailed',
   'WorkflowContinuedAsNew',
+  'ScheduleRequested',
 ] as const satisfies ReadonlyArray<WorkflowEventType>;
 
 export type WorkflowStatus = 'running' | 'paused' | 'completed' | 'failed' | 'terminated';
@@ -168,6 +172,8 @@ export type WorkflowCommand =
       commands: DecisionCommand[];
       /** Ids for the children and tasks the commands start, keyed by sequence number. */
       ids: Record<number, string>;
+      /** The workflow's query answers on the state this decision left. */
+      queries?: Record<string, Json>;
     }
   | { type: 'FailDecision'; decisionId: string; code: string; message: string; historyPosition: number | null; now: number }
   | {
@@ -189,6 +195,7 @@ export type WorkflowCommand =
   | { type: 'HeartbeatTask'; seq: number; attemptId: string; now: number; leaseMs: number }
   | { type: 'CompleteTask'; seq: number; attemptId: string; result: Json }
   | { type: 'FailTask'; seq: number; attemptId: string; error: TaskError; now: number }
+  | { type: 'ReleaseTask'; seq: number; attemptId: string; now: number }
   | { type: 'ResolveChild'; seq: number; childId: string; outcome: { ok: true; result: Json } | { ok: false; error: TaskError } }
   | { type: 'RecordControlApplied'; seq: number; matched: number; changed: number };
 
@@ -274,7 +281,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         }
         const completed: WorkflowEvent = {
           type: 'DecisionCompleted',
-          data: { decisionId: command.decisionId, commands: command.commands },
+          data: { decisionId: command.decisionId, commands: command.commands, ...(command.queries ? { queries: command.queries } : {}) },
         };
         if (final) return [completed];
         // Each command sees the effect of the ones before it (a timer started and cancelled in one decision).
@@ -340,6 +347,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return withSeq(decideComplete(taskOf(state, command.seq).attempt, command, command.seq));
       case 'FailTask':
         return withSeq(decideFail(taskOf(state, command.seq).attempt, command, command.seq));
+      case 'ReleaseTask':
+        return withSeq(decideRelease(taskOf(state, command.seq).attempt, command, command.seq));
 
       case 'RecordControlApplied':
         if (state.controlsApplied?.has(command.seq)) return [];
@@ -463,8 +472,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'ControlApplied':
         return { ...state, controlsApplied: (state.controlsApplied ?? ISet<number>()).add(event.data.seq) };
       default:
-        // TaskDispatchRequested, ControlRequested, ControlApplied change nothing here; a type this
-        // version does not know (a newer Baton wrote it) is skipped, never fatal.
+        // TaskDispatchRequested, ControlRequested, ScheduleRequested change nothing here; a type
+        // this version does not know (a newer Baton wrote it) is skipped, never fatal.
         return state;
     }
   },
@@ -508,6 +517,22 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
       return [{ type: 'WorkflowCompleted', data: { result: command.result } }];
     case 'FailWorkflow':
       return [{ type: 'WorkflowFailed', data: { error: command.error } }];
+    case 'CreateSchedule':
+      return [
+        {
+          type: 'ScheduleRequested',
+          data: {
+            seq: command.seq,
+            scheduleId: idFor(ids, command.seq),
+            kind: command.kind,
+            name: command.name,
+            args: command.args,
+            cron: command.cron,
+            timezone: command.timezone,
+            tag: command.tag,
+          },
+        },
+      ];
     case 'ContinueAsNew': {
       const seqs = [...state.tasks.keys(), ...state.timers.keys(), ...state.children.keys()];
       return [

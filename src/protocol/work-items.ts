@@ -1,0 +1,50 @@
+/**
+ * The worker protocol's operations and the shapes they carry on the wire, shared by the server's
+ * GraphQL types (which must match them) and the SDK's worker (which sends and reads them).
+ */
+
+/** A claimed decision or task attempt, as `pollWork` answers it. */
+export interface WireWorkItem {
+  kind: 'DECISION' | 'TASK';
+  ref: string;
+  workflowId: string | null;
+  taskId: string | null;
+  name: string;
+  version: string | null;
+  decisionId: string | null;
+  attemptId: string | null;
+  attempt: number | null;
+  /** JSON array: the task's arguments, or the current run's input. */
+  input: string;
+  /** DECISION: JSON array of history events from `historyFrom` to this decision's DecisionStarted. */
+  history: string | null;
+  historyFrom: number | null;
+  runFrom: number | null;
+  leaseExpiresAt: string;
+}
+
+export interface WireDecisionReport {
+  ref: string;
+  decisionId: string;
+  /** JSON array of `DecisionCommand`s. */
+  commands?: string;
+  /** JSON object: each query handler's answer on the state this decision left (read by `workflowQuery`). */
+  queries?: string;
+  failureCode?: string;
+  failureMessage?: string;
+  historyPosition?: number | null;
+}
+
+export interface WireTaskReport {
+  ref: string;
+  attemptId: string;
+  result?: string;
+  error?: { message: string; name?: string; nonRetryable?: boolean; retryAfterMs?: number };
+  /** The worker gives the attempt back unfinished (it is shutting down): retried at once, not counted. */
+  released?: boolean;
+}
+
+export const POLL_WORK = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId name version decisionId attemptId attempt input history historyFrom runFrom leaseExpiresAt } }`;
+export const REPORT_WORK = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
+export const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
+export const DECISION_HISTORY = `query($input: DecisionHistoryInput!) { decisionHistory(input: $input) }`;
