@@ -30,11 +30,14 @@ describe('idempotent dispatch', () => {
     expect(again).toBe(first);
     expect((await api.workflows({ name })).totalCount).toBe(1);
     expect(await dispatchedEvents(api, first)).toBe(1);
+    const recorded = async (id: string) => JSON.parse((await api.history(id)).find((e) => e.type === 'WorkflowDispatched')!.data);
+    expect(await recorded(first)).toMatchObject({ workflowId: first, name });
 
     // Another key, or no key, is another workflow.
     const other = expectData(await api.dispatchWorkflowRaw({ name, idempotencyKey: unique('order-43') })).dispatchWorkflow.id;
     const none = await api.dispatchWorkflow(name);
     expect(new Set([first, other, none]).size).toBe(3);
+    expect(await recorded(none)).toMatchObject({ workflowId: none, name });
     expect((await api.workflows({ name })).totalCount).toBe(3);
   });
 

@@ -64,7 +64,7 @@ describe('two service processes on one store', () => {
     // Of which: how late the winning instance's timer rang (firedAt is its clock at the claim).
     const claims = fired.map((f) => Date.parse(f.firedAt) - Date.parse(f.occurrence)).sort((x, y) => x - y);
     process.stdout.write(
-      `\n[schedules] 2 instances, ${fired.length} occurrences of */1 * * * * *: dispatch recorded after the occurrence time ` +
+      `\n[schedules] 2 instances, ${fired.length} occurrences of */1 * * * * * *: dispatch recorded after the occurrence time ` +
         `median ${percentile(delays, 50)} ms, p99 ${percentile(delays, 99)} ms, max ${delays[delays.length - 1]} ms ` +
         `(timer lateness at the claim: median ${percentile(claims, 50)} ms, max ${claims[claims.length - 1]} ms)\n`,
     );

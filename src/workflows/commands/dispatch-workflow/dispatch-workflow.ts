@@ -92,7 +92,7 @@ export class WorkflowDispatcher {
     const { events } = await this.runner.run(
       `workflow-${workflowId}`,
       workflowDecider,
-      { type: 'DispatchWorkflow', workflowId, ...dispatch, tag: dispatch.tag, now: Date.now() },
+      { type: 'DispatchWorkflow', ...dispatch, workflowId, tag: dispatch.tag, now: Date.now() },
       context,
     );
     return { id: workflowId, created: events.length > 0 };
