@@ -9,7 +9,9 @@ import { ExplorerModule } from './explorer/explorer.module.js';
 import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
 import { queryLimitsRule } from './graphql/query-limits.js';
-import { HealthController } from './health/health.controller.js';
+import { HealthModule } from './health/health.module.js';
+import { loggingModule } from './observability/logging.js';
+import { MetricsModule } from './observability/metrics.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
@@ -38,6 +40,8 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.with(config),
+        loggingModule(config),
+        HealthModule,
         CqrsModule.forRoot(),
         EventStoreModule,
         TokensModule,
@@ -58,9 +62,9 @@ export class AppModule {
         WorkersModule,
         SchedulesModule,
         ExplorerModule,
+        MetricsModule,
         ...(extra ?? []),
       ],
-      controllers: [HealthController],
     };
   }
 }

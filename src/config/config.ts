@@ -27,6 +27,14 @@ export interface BatonConfig {
   scheduleCatchUpMs: number;
   /** Create a token for app `demo` on a store that has none. */
   bootstrapToken: boolean;
+  /** Bearer token `/metrics` asks for; null leaves it open. */
+  metricsToken: string | null;
+  /** How often the scheduled job samples the projection lag. */
+  metricsSampleMs: number;
+  /** Longest a SIGTERM shutdown may take before the process exits anyway (code 1). */
+  shutdownGraceMs: number;
+  /** How long to stay up, answering not ready, before the listener closes (lets load balancers notice). */
+  shutdownDelayMs: number;
 }
 
 export class ConfigError extends Error {
@@ -94,7 +102,14 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
+    metricsToken: env.METRICS_TOKEN?.trim() || null,
+    metricsSampleMs: int('METRICS_SAMPLE_MS', 5_000, 100, 3_600_000),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 25_000, 100, 3_600_000),
+    shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 0, 0, 600_000),
   };
+  if (config.shutdownDelayMs >= config.shutdownGraceMs) {
+    problems.push(`SHUTDOWN_DELAY_MS=${config.shutdownDelayMs} must be less than SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

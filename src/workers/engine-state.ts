@@ -38,8 +38,19 @@ interface ScopeIndex {
 
 interface Indexed {
   scope: string;
-  entries: Array<{ kind: 'decisions' | 'tasks'; name: string; ref: string }>;
+  entries: Array<{ kind: 'decisions' | 'tasks'; name: string; ref: string; since?: number }>;
   due: number | undefined;
+}
+
+/** Claimable work of one name in one app and environment (for metrics). */
+export interface QueueSample {
+  appId: string;
+  environment: string;
+  kind: 'decision' | 'task';
+  name: string;
+  depth: number;
+  /** When the longest-waiting item became claimable (epoch ms). */
+  oldestSince: number;
 }
 
 export interface Candidate {
@@ -124,6 +135,9 @@ export class EngineState {
 
   private reindex(key: string, scope: string, entries: Indexed['entries'], due: number | undefined): void {
     const previous = this.indexed.get(key);
+    for (const entry of entries) {
+      entry.since = previous?.entries.find((e) => e.kind === entry.kind && e.ref === entry.ref)?.since ?? this.clock.now();
+    }
     if (previous) {
       const index = this.scopes.get(previous.scope);
       for (const entry of previous.entries) {
@@ -216,6 +230,28 @@ export class EngineState {
       signal?.addEventListener('abort', waiter.wake, { once: true });
       index.waiters.add(waiter);
     });
+  }
+
+  /** Read-only, for metrics: claimable work by app, environment, kind and name, and parked polls. */
+  queueSnapshot(): { queues: QueueSample[]; parkedPolls: number } {
+    const queues = new Map<string, QueueSample>();
+    for (const { scope, entries } of this.indexed.values()) {
+      for (const entry of entries) {
+        const key = `${scope}\u0000${entry.kind}\u0000${entry.name}`;
+        const sample = queues.get(key);
+        const since = entry.since ?? this.clock.now();
+        if (sample) {
+          sample.depth++;
+          sample.oldestSince = Math.min(sample.oldestSince, since);
+        } else {
+          const [appId, environment] = scope.split('\u0000');
+          queues.set(key, { appId, environment, kind: entry.kind === 'decisions' ? 'decision' : 'task', name: entry.name, depth: 1, oldestSince: since });
+        }
+      }
+    }
+    let parkedPolls = 0;
+    for (const index of this.scopes.values()) parkedPolls += index.waiters.size;
+    return { queues: [...queues.values()], parkedPolls };
   }
 
   private wakeWaiters(index: ScopeIndex, entries: Indexed['entries']): void {

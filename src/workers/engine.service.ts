@@ -4,6 +4,7 @@ import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js'
 import { Json } from '../event-store/event-store.port.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../shared/errors.js';
+import { currentCorrelationId } from '../shared/request-context.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
@@ -27,7 +28,7 @@ const workerContext = (input: { appId: string; environment: string; workerId: st
   actor: `worker:${input.workerId}`,
   appId: input.appId,
   environment: input.environment,
-  correlationId: uuidv7(),
+  correlationId: currentCorrelationId() ?? uuidv7(),
 });
 
 /**

@@ -1,5 +1,6 @@
 import { Args, Context, Mutation, Resolver } from '@nestjs/graphql';
 import type { FastifyRequest } from 'fastify';
+import { LifecycleService } from '../health/lifecycle.service.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
@@ -8,7 +9,10 @@ import { HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, Report
 /** The worker protocol, on the same endpoint and tokens as the control API. */
 @Resolver()
 export class WorkerProtocolResolver {
-  constructor(private readonly engine: EngineService) {}
+  constructor(
+    private readonly engine: EngineService,
+    private readonly lifecycle: LifecycleService,
+  ) {}
 
   @Mutation(() => [WorkItem], {
     description:
@@ -20,15 +24,19 @@ export class WorkerProtocolResolver {
     @Context('req') req: FastifyRequest | undefined,
   ): Promise<WorkItem[]> {
     assertScope(principal, input.appId, input.environment);
-    // A worker that goes away mid-poll (shutdown, crash) must not have work claimed for it.
+    // A worker that goes away mid-poll (shutdown, crash) must not have work claimed for it;
+    // an instance that is draining answers parked polls empty and claims nothing new.
+    if (this.lifecycle.draining) return [];
     const gone = new AbortController();
     const socket = req?.raw.socket;
     const onClose = () => gone.abort();
     socket?.once('close', onClose);
+    this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
     try {
       return await this.engine.poll(input, gone.signal);
     } finally {
       socket?.off('close', onClose);
+      this.lifecycle.drainSignal.removeEventListener('abort', onClose);
     }
   }
 

@@ -40,6 +40,7 @@ import {
   SubscribeOptions,
   Subscription,
   WrongExpectedRevisionError,
+  type CommitInfo,
 } from '../event-store.port.js';
 
 export interface EsdbEventStoreOptions {
@@ -76,6 +77,11 @@ const MAX_BACKOFF_MS = 5_000;
  */
 export class EsdbEventStore implements EventStore {
   readonly kind = 'esdb';
+  private readonly commitListeners: Array<(commit: CommitInfo) => void> = [];
+
+  onCommit(listener: (commit: CommitInfo) => void): void {
+    this.commitListeners.push(listener);
+  }
   readonly callTimeoutMs: number;
   private readonly connectionString: string;
   private client: EventStoreDBClient;
@@ -91,6 +97,7 @@ export class EsdbEventStore implements EventStore {
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
+    const started = process.hrtime.bigint();
     const result = await this.call(
       'append',
       async (client) => {
@@ -121,6 +128,8 @@ export class EsdbEventStore implements EventStore {
       result.position?.commit ??
       (await this.readStream(streamId, { fromRevision: result.nextExpectedRevision, maxCount: 1 }))[0]?.position;
     if (position === undefined) throw new Error(`append to ${streamId}: EventStoreDB returned no position`);
+    const commit: CommitInfo = { appends: 1, events: events.length, failed: 0, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+    for (const listener of this.commitListeners) listener(commit);
     return { nextExpectedRevision: result.nextExpectedRevision, position };
   }
 
