@@ -23,8 +23,8 @@ export function loggingModule(config: BatonConfig) {
       transport: process.stdout.isTTY ? { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l' } } : undefined,
       genReqId: (req) => requestIdFor(req as RawRequest),
       customLogLevel: (req, res, error) => {
-        if (error || res.statusCode >= 500) return 'error';
         if (QUIET_PATHS.test(req.url ?? '')) return 'debug';
+        if (error || res.statusCode >= 500) return 'error';
         return res.statusCode >= 400 ? 'warn' : 'info';
       },
       customProps: (req) => {
