@@ -2,6 +2,7 @@ import { ApolloDriver, ApolloDriverConfig } from '@nestjs/apollo';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { GraphQLModule } from '@nestjs/graphql';
+import { ScheduleModule } from '@nestjs/schedule';
 import { BATON_CONFIG, type BatonConfig } from './config/config.js';
 import { CLOCK, systemClock } from './shared/clock.js';
 import { EventStoreModule } from './event-store/event-store.module.js';
@@ -12,6 +13,7 @@ import { queryLimitsRule } from './graphql/query-limits.js';
 import { HealthModule } from './health/health.module.js';
 import { loggingModule } from './observability/logging.js';
 import { MetricsModule } from './observability/metrics.module.js';
+import { RetentionModule } from './retention/retention.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
@@ -42,6 +44,8 @@ export class AppModule {
         ConfigModule.with(config),
         loggingModule(config),
         HealthModule,
+        // The service's own periodic jobs (metric sampling, retention) live in its SchedulerRegistry.
+        ScheduleModule.forRoot(),
         CqrsModule.forRoot(),
         EventStoreModule,
         TokensModule,
@@ -63,6 +67,7 @@ export class AppModule {
         SchedulesModule,
         ExplorerModule,
         MetricsModule,
+        RetentionModule,
         ...(extra ?? []),
       ],
     };

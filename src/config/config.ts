@@ -35,6 +35,10 @@ export interface BatonConfig {
   shutdownGraceMs: number;
   /** How long to stay up, answering not ready, before the listener closes (lets load balancers notice). */
   shutdownDelayMs: number;
+  /** Finished workflows older than this many days are deleted; 0 keeps everything. */
+  retentionDays: number;
+  /** How often the retention job looks for expired workflows. */
+  retentionSweepMs: number;
 }
 
 export class ConfigError extends Error {
@@ -72,6 +76,17 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     return fallback;
   };
 
+  const days = (name: string): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return 0;
+    const value = Number(raw);
+    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !Number.isFinite(value) || value > 36_500) {
+      problems.push(`${name}=${JSON.stringify(raw)}: expected a number of days from 0 (off) to 36500, decimals allowed`);
+      return 0;
+    }
+    return value;
+  };
+
   const eventStoreUrl = env.EVENT_STORE_URL?.trim() || 'sqlite:./data/baton.db';
   if (!STORE_SCHEMES.some((s) => eventStoreUrl.startsWith(s)) || eventStoreUrl === 'sqlite:') {
     problems.push(
@@ -106,6 +121,8 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     metricsSampleMs: int('METRICS_SAMPLE_MS', 5_000, 100, 3_600_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 25_000, 100, 3_600_000),
     shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 0, 0, 600_000),
+    retentionDays: days('RETENTION_DAYS'),
+    retentionSweepMs: int('RETENTION_SWEEP_MS', 3_600_000, 100, 7 * 24 * 3_600_000),
   };
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     problems.push(`SHUTDOWN_DELAY_MS=${config.shutdownDelayMs} must be less than SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}`);

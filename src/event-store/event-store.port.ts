@@ -116,6 +116,11 @@ export interface EventStore {
   /** Throws `StoreUnavailableError` when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Removes a whole stream for good (retention): its rows on SQLite, a tombstone on EventStoreDB.
+   * Answers how many events were removed when the store knows. Removing an unknown stream is a no-op.
+   */
+  deleteStream?(streamId: string): Promise<number | undefined>;
   /** Told after every commit (for metrics); the embedded store commits several appends at once. */
   onCommit?(listener: (commit: CommitInfo) => void): void;
 }

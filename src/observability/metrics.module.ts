@@ -1,5 +1,4 @@
 import { Global, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { WorkersModule } from '../workers/workers.module.js';
 import { GraphqlMetricsPlugin } from './graphql-metrics.plugin.js';
 import { MetricsController } from './metrics.controller.js';
@@ -10,7 +9,7 @@ import { MetricsService } from './metrics.service.js';
 /** Prometheus metrics: the injectable MetricsService, `/metrics`, and what feeds them. */
 @Global()
 @Module({
-  imports: [WorkersModule, ScheduleModule.forRoot()],
+  imports: [WorkersModule],
   controllers: [MetricsController],
   providers: [MetricsService, MetricsProjection, GraphqlMetricsPlugin, MetricsSampler],
   exports: [MetricsService],

@@ -70,6 +70,35 @@ export class WorkflowsReadModel {
     return this.byId.size;
   }
 
+  /**
+   * Finished workflows last changed before `cutoff`, oldest first, up to `max`; never one with a
+   * child still running (the child's end must still reach its parent's history).
+   */
+  finishedBefore(cutoff: Date, max: number): WorkflowView[] {
+    const runningParents = new Set<string>();
+    for (const view of this.byId.values()) {
+      if (view.parentId !== null && !FINAL_STATUSES.has(view.status)) runningParents.add(view.parentId);
+    }
+    const found: WorkflowView[] = [];
+    for (const view of this.byId.values()) {
+      if (FINAL_STATUSES.has(view.status) && view.updatedAt < cutoff && !runningParents.has(view.id)) found.push(view);
+    }
+    return found.sort((a, b) => a.updatedAt.getTime() - b.updatedAt.getTime()).slice(0, max);
+  }
+
+  /** Drops a workflow deleted by retention. */
+  forget(id: string): void {
+    const view = this.byId.get(id);
+    if (!view) return;
+    this.byId.delete(id);
+    this.index(view, false);
+    const scope = key(view.appId, view.environment);
+    const list = this.byScope.get(scope);
+    const at = list?.indexOf(view) ?? -1;
+    if (at >= 0) list!.splice(at, 1);
+    if (list?.length === 0) this.byScope.delete(scope);
+  }
+
   apply(event: WorkflowEvent, id: string, at: Date): void {
     if (event.type === 'WorkflowDispatched') {
       if (this.byId.has(id)) return;

@@ -10,6 +10,7 @@ import {
   NotLeaderError,
   START,
   STREAM_EXISTS,
+  StreamDeletedError,
   StreamNotFoundError,
   TimeoutError,
   UnavailableError,
@@ -131,6 +132,16 @@ export class EsdbEventStore implements EventStore {
     const commit: CommitInfo = { appends: 1, events: events.length, failed: 0, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
     for (const listener of this.commitListeners) listener(commit);
     return { nextExpectedRevision: result.nextExpectedRevision, position };
+  }
+
+  /** Tombstones the stream (retention): its events are gone for good and its name cannot be reused. */
+  async deleteStream(streamId: string): Promise<undefined> {
+    try {
+      await this.call('tombstone', (client) => client.tombstoneStream(streamId, { deadline: this.callTimeoutMs }));
+    } catch (error) {
+      if (!(error instanceof StreamNotFoundError) && !(error instanceof StreamDeletedError)) throw error;
+    }
+    return undefined;
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -114,6 +114,7 @@ export class SqliteEventStore implements EventStore {
       maxPosition: this.db.prepare<[], { position: number | null }>(
         'SELECT max(position) AS position FROM events',
       ),
+      deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
     };
   }
 
@@ -262,6 +263,12 @@ export class SqliteEventStore implements EventStore {
     const wakers = [...this.wakers];
     this.wakers.clear();
     for (const waker of wakers) waker();
+  }
+
+  /** Deletes the stream's rows (retention). AUTOINCREMENT never reuses their positions. */
+  async deleteStream(streamId: string): Promise<number> {
+    this.assertOpen();
+    return this.stmt.deleteStream.run(streamId).changes;
   }
 
   async headPosition(): Promise<bigint | undefined> {
