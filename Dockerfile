@@ -1,23 +1,46 @@
-# Build with the full toolchain, run with production dependencies only.
-FROM node:20-bookworm-slim AS build
+# Baton service image: Node 24, production dependencies only, the compiled service and CLI.
+#   docker build -t baton .
+#   docker run -p 3000:3000 -v baton-data:/app/data baton
+#   docker run --rm -v baton-data:/app/data baton baton tokens create --app shop
+# No example worker runs and no token is printed unless asked (BATON_BOOTSTRAP_TOKEN=true).
+
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # better-sqlite3 compiles from source when no prebuilt binary fits the platform.
 RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm install
-COPY . .
-RUN npm run build && npm prune --omit=dev
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY examples ./examples
+COPY test/support/fixtures ./test/support/fixtures
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    PORT=3000 \
+    HOST=0.0.0.0 \
+    EVENT_STORE_URL=sqlite:/app/data/baton.db \
+    BATON_EXAMPLE_WORKER=false \
+    BATON_BOOTSTRAP_TOKEN=false \
+    SHUTDOWN_GRACE_MS=25000
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
-# The embedded store and the example worker's token live in ./data.
-RUN mkdir data && chown node:node data
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/examples ./dist/examples
+# `baton ...` inside the container runs the compiled CLI.
+RUN ln -s /app/dist/src/cli/baton.js /usr/local/bin/baton \
+  && chmod +x /app/dist/src/cli/baton.js \
+  && mkdir -p /app/data && chown node:node /app/data
 USER node
-ENV PORT=3000
+VOLUME ["/app/data"]
 EXPOSE 3000
+# node:*-slim has no curl: the probe is Node's own fetch.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# SIGTERM drains (see docs/OPERATIONS.md); exec form so node is PID 1's direct child of the runtime's init.
+STOPSIGNAL SIGTERM
 CMD ["node", "dist/src/main.js"]

@@ -2,6 +2,7 @@ import { ApolloDriver, ApolloDriverConfig } from '@nestjs/apollo';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { GraphQLModule } from '@nestjs/graphql';
+import { ScheduleModule } from '@nestjs/schedule';
 import { BATON_CONFIG, type BatonConfig } from './config/config.js';
 import { CLOCK, systemClock } from './shared/clock.js';
 import { EventStoreModule } from './event-store/event-store.module.js';
@@ -10,7 +11,10 @@ import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
 import { noSubscriptionsRule, queryLimitsRule } from './graphql/query-limits.js';
 import { responseBudgetPlugin } from './graphql/response-budget.js';
-import { HealthController } from './health/health.controller.js';
+import { HealthModule } from './health/health.module.js';
+import { loggingModule } from './observability/logging.js';
+import { MetricsModule } from './observability/metrics.module.js';
+import { RetentionModule } from './retention/retention.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
@@ -39,6 +43,10 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.with(config),
+        loggingModule(config),
+        HealthModule,
+        // The service's own periodic jobs (metric sampling, retention) live in its SchedulerRegistry.
+        ScheduleModule.forRoot(),
         CqrsModule.forRoot(),
         EventStoreModule,
         TokensModule,
@@ -62,9 +70,10 @@ export class AppModule {
         WorkersModule,
         SchedulesModule,
         ExplorerModule,
+        MetricsModule,
+        RetentionModule,
         ...(extra ?? []),
       ],
-      controllers: [HealthController],
     };
   }
 }

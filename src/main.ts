@@ -1,70 +1,16 @@
-import { Logger } from '@nestjs/common';
-import { dirname, join } from 'node:path';
-import { startExamplesWorker } from './examples-worker.js';
-import { createApp } from './app.js';
-import { ConfigError, loadConfig } from './config/config.js';
-import { EVENT_STORE, type EventStore } from './event-store/event-store.port.js';
-import { createToken } from './tokens/create-token.js';
-import { TokensReadModel } from './tokens/tokens.projection.js';
-
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
+/**
+ * Entry point. Tracing, when configured, must be set up before the modules it instruments are
+ * loaded, so the service itself is imported only afterwards.
+ */
+let stopTracing = async (): Promise<void> => {};
+try {
+  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+    const { startTracing } = await import('./observability/tracing.js');
+    stopTracing = await startTracing();
   }
-  const logger = new Logger('Baton');
-  const app = await createApp(config);
-  await app.listen(config.port, config.host);
-  const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('0.0.0.0', 'localhost');
-  logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind})`);
-
-  // Only on a store that never had a token: after an operator revoked every token, none comes back.
-  if (config.bootstrapToken && !app.get(TokensReadModel).everIssued) {
-    const { token } = await createToken(app.get<EventStore>(EVENT_STORE), { apps: ['demo'], label: 'bootstrap' });
-    process.stdout.write(
-      [
-        '',
-        'No API token existed, so one was created for app "demo". It is shown only this once:',
-        '',
-        `  ${token}`,
-        '',
-        'Try it:',
-        `  curl -s ${url}/graphql -H 'Content-Type: application/json' -H 'Authorization: Bearer ${token}' \\`,
-        `    -d '{"query":"mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }","variables":{"input":{"appId":"demo","environment":"dev","name":"Onboarding","input":"[\\"ada@example.com\\"]","tag":"email:ada@example.com"}}}'`,
-        '',
-        `BATON_BOOTSTRAP_TOKEN=${token}`,
-        '',
-      ].join('\n'),
-    );
-  }
-  let stopWorker = async () => {};
-  if (config.exampleWorker) {
-    const dataDir = config.eventStoreUrl.startsWith('sqlite:') ? dirname(config.eventStoreUrl.slice('sqlite:'.length)) : './data';
-    stopWorker = await startExamplesWorker({
-      url,
-      store: app.get<EventStore>(EVENT_STORE),
-      tokens: app.get(TokensReadModel),
-      tokenFile: join(dataDir, 'example-worker.token'),
-      environments: config.exampleEnvironments,
-    });
-  }
-  const shutdown = async () => {
-    await stopWorker();
-    await app.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown());
-  process.once('SIGINT', () => void shutdown());
-  process.stdout.write(`BATON_READY ${url}\n`);
-}
-
-main().catch((error) => {
+  const { main } = await import('./server.js');
+  await main(stopTracing);
+} catch (error) {
   process.stderr.write(`Baton failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
-});
+}

@@ -1,43 +1,36 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
+import { Command, CommanderError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createEventStore } from '../event-store/create-event-store.js';
 import { type EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
-import { historyCommand, replayCommand } from './history-commands.js';
-import { workerCommand } from './worker-command.js';
+import { historyCommand, replayAllCommand, replayCommand } from './history-commands.js';
+import { CliError, assertStoreExists, backupCommand } from './store-commands.js';
+import { type WorkerCommandOptions, workerCommand } from './worker-command.js';
 
-const USAGE = `Usage: npm run baton -- <command>
+const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-  tokens create --app <appId> [--app <appId>...] [--env <environment>...] [--label <text>]
-                          issue a token; it is printed once, on the last line
-  tokens list             list tokens (id, scope, state); never the secrets
-  tokens revoke <tokenId> revoke a token on every instance
-  worker <module> --token <t> --app <appId> --env <environment> [--url <url>] [--concurrency <n>]
-                          run a worker for the tasks and workflows a module exports
-  history <workflowId> [--json]
-                          print every event of a workflow's history
-  replay <module> <workflowId>
-                          check that a module's workflow code still replays a recorded history
-
-The store is EVENT_STORE_URL (default sqlite:./data/baton.db).`;
-
-async function main(argv: string[]): Promise<number> {
-  const [group, action, ...rest] = argv;
-  if (!group || group === 'help' || group === '--help') {
-    process.stdout.write(`${USAGE}\n`);
-    return group ? 0 : 2;
-  }
-  if (group === 'worker') return workerCommand([action, ...rest].filter((a) => a !== undefined));
-  const config = loadConfig();
-  if (group === 'tokens') return withStore(config.eventStoreUrl, (store) => tokens(store, action, rest));
-  if (group === 'history') return withStore(config.eventStoreUrl, (store) => historyCommand(store, action, rest.includes('--json')));
-  if (group === 'replay') return withStore(config.eventStoreUrl, (store) => replayCommand(store, action, rest[0]));
-  process.stderr.write(`unknown command: ${group}\n\n${USAGE}\n`);
-  return 2;
+interface StoreOptions {
+  store?: string;
+  create?: boolean;
 }
 
-async function withStore(url: string, run: (store: EventStore) => Promise<number>): Promise<number> {
+/** Every command answers --help and --version. */
+function command(parent: Command, nameAndArgs: string, description: string): Command {
+  return parent.command(nameAndArgs).description(description).version(VERSION, '-V, --version', 'print the Baton version');
+}
+
+/** Commands that open the event store: --store overrides EVENT_STORE_URL, --create allows a new SQLite file. */
+function withStoreOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--store <url>', 'event store URL (sqlite:<file>, esdb://…, kurrentdb://…)').env('EVENT_STORE_URL').default('sqlite:./data/baton.db'))
+    .option('--create', 'create the SQLite store if the file does not exist', false);
+}
+
+async function withStore(options: StoreOptions, run: (store: EventStore) => Promise<number>): Promise<number> {
+  const url = loadConfig({ ...process.env, EVENT_STORE_URL: options.store }).eventStoreUrl;
+  assertStoreExists(url, options.create === true);
   const store = await createEventStore(url);
   try {
     return await run(store);
@@ -46,25 +39,36 @@ async function withStore(url: string, run: (store: EventStore) => Promise<number
   }
 }
 
-async function tokens(store: EventStore, action: string | undefined, args: string[]): Promise<number> {
-  switch (action) {
-    case 'create': {
-      const { values } = parseArgs({
-        args,
-        options: { app: { type: 'string', multiple: true }, env: { type: 'string', multiple: true }, label: { type: 'string' } },
-      });
-      if (!values.app?.length) {
-        process.stderr.write('tokens create needs --app <appId>\n');
-        return 2;
-      }
-      const { tokenId, token } = await createToken(store, { apps: values.app, environments: values.env ?? null, label: values.label ?? null, actor: 'cli' });
-      process.stdout.write(`Token ${tokenId} for app ${values.app.join(', ')}${values.env ? ` (environments ${values.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
-      return 0;
-    }
-    case 'list': {
+let exitCode = 0;
+const done = (code: number) => {
+  exitCode = code;
+};
+
+const program = new Command('baton')
+  .description('Baton: the operator CLI (tokens, workers, histories, replay checks, backups).')
+  .version(VERSION, '-V, --version', 'print the Baton version')
+  .showHelpAfterError('(add --help for usage)')
+  .exitOverride();
+
+const tokens = command(program, 'tokens', 'issue, list and revoke API tokens');
+withStoreOptions(command(tokens, 'create', 'issue a token; it is printed once, on the last line'))
+  .requiredOption('--app <appId...>', 'app(s) the token may act on')
+  .option('--env <environment...>', 'environment(s) the token may act on (default: all)')
+  .option('--label <text>', 'a note shown by tokens list')
+  .action(async (o: StoreOptions & { app: string[]; env?: string[]; label?: string }) =>
+    done(
+      await withStore(o, async (store) => {
+        const { tokenId, token } = await createToken(store, { apps: o.app, environments: o.env ?? null, label: o.label ?? null, actor: 'cli' });
+        process.stdout.write(`Token ${tokenId} for app ${o.app.join(', ')}${o.env ? ` (environments ${o.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
+        return 0;
+      }),
+    ),
+  );
+withStoreOptions(command(tokens, 'list', 'list tokens (id, scope, state); never the secrets')).action(async (o: StoreOptions) =>
+  done(
+    await withStore(o, async (store) => {
       const rows = new Map<string, { apps: string[]; environments: string[] | null; label: string | null; createdAt: string; revoked: boolean }>();
-      let after: bigint | undefined;
-      for (;;) {
+      for (let after: bigint | undefined; ; ) {
         const page = await store.readAll({ after, maxCount: 1000 });
         if (page.length === 0) break;
         for (const e of page) {
@@ -78,26 +82,57 @@ async function tokens(store: EventStore, action: string | undefined, args: strin
         process.stdout.write(`${id}  ${t.revoked ? 'revoked' : 'active '}  apps=${t.apps.join(',')}  envs=${t.environments?.join(',') ?? '*'}  created=${t.createdAt}${t.label ? `  label=${t.label}` : ''}\n`);
       }
       return 0;
-    }
-    case 'revoke': {
-      const tokenId = args[0];
-      if (!tokenId) {
-        process.stderr.write('tokens revoke needs a token id\n');
-        return 2;
-      }
+    }),
+  ),
+);
+withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every instance')).action(async (tokenId: string, o: StoreOptions) =>
+  done(
+    await withStore(o, async (store) => {
       const changed = await revokeToken(store, tokenId, 'cli');
       process.stdout.write(changed ? `Token ${tokenId} revoked.\n` : `Token ${tokenId} was already revoked.\n`);
       return 0;
-    }
-    default:
-      process.stderr.write(`unknown tokens command: ${action ?? ''}\n\n${USAGE}\n`);
-      return 2;
-  }
-}
+    }),
+  ),
+);
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error) => {
+command(program, 'worker <module>', 'run a worker for the tasks and workflows a module exports, until SIGINT/SIGTERM')
+  .addOption(new Option('--url <url>', 'Baton URL').env('BATON_URL').default('http://localhost:3000'))
+  .addOption(new Option('--token <token>', 'API token').env('BATON_TOKEN'))
+  .addOption(new Option('--app <appId>', 'app to serve').env('BATON_APP_ID'))
+  .addOption(new Option('--env <environment>', 'environment to serve').env('BATON_ENVIRONMENT'))
+  .addOption(new Option('--concurrency <n>', 'work items run at once').env('BATON_CONCURRENCY').default('10'))
+  .addOption(new Option('--heartbeat-ms <ms>', 'task heartbeat interval').env('BATON_HEARTBEAT_MS').default('5000'))
+  .addOption(new Option('--max-cached-workflows <n>', 'workflow runs kept between decisions (sticky execution)').env('BATON_MAX_CACHED_WORKFLOWS').default('1000'))
+  .addOption(new Option('--shutdown-grace-ms <ms>', 'how long SIGTERM waits for running work before releasing it').env('BATON_SHUTDOWN_GRACE_MS').default('30000'))
+  .action(async (modulePath: string, o: WorkerCommandOptions) => done(await workerCommand(modulePath, o)));
+
+withStoreOptions(command(program, 'history <workflowId>', "print every event of a workflow's history"))
+  .option('--json', 'one JSON object per event, with data and metadata', false)
+  .action(async (workflowId: string, o: StoreOptions & { json: boolean }) => done(await withStore(o, (store) => historyCommand(store, workflowId, o.json))));
+
+withStoreOptions(command(program, 'replay <module> [workflowId]', "check that a module's workflow code still replays recorded histories"))
+  .option('--all', 'replay every recorded workflow the module defines (progress bar on a terminal)', false)
+  .option('--name <workflowName>', 'with --all: only workflows dispatched under this name')
+  .action(async (modulePath: string, workflowId: string | undefined, o: StoreOptions & { all: boolean; name?: string }) => {
+    if (!workflowId && !o.all) throw new CliError('replay needs a workflow id, or --all');
+    done(await withStore(o, (store) => (workflowId ? replayCommand(store, modulePath, workflowId) : replayAllCommand(store, modulePath, o.name))));
+  });
+
+withStoreOptions(command(program, 'backup <file>', 'write a consistent copy of the embedded SQLite store (online: instances may keep running)'))
+  .option('--force', 'overwrite <file> if it exists', false)
+  .action(async (file: string, o: StoreOptions & { force: boolean }) => {
+    const url = loadConfig({ ...process.env, EVENT_STORE_URL: o.store }).eventStoreUrl;
+    done(await backupCommand(url, file, o));
+  });
+
+program.parseAsync(process.argv).then(
+  () => process.exit(exitCode),
+  (error: unknown) => {
+    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2);
+    if (error instanceof CliError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      process.exit(error.exitCode);
+    }
     process.stderr.write(`${error instanceof ConfigError ? error.message : `error: ${(error as Error).message}`}\n`);
     process.exit(1);
   },

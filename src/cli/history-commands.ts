@@ -1,6 +1,8 @@
 import type { EventStore } from '../event-store/event-store.port.js';
 import { NonDeterminismError } from '../sdk/errors.js';
 import { type HistoryEvent, WorkflowReplay } from '../sdk/workflow-context.js';
+import type { WorkflowDefinition } from '../sdk/definitions.js';
+import { startProgress } from './progress.js';
 import { loadDefinitions } from './worker-command.js';
 
 async function readWorkflow(store: EventStore, workflowId: string): Promise<HistoryEvent[]> {
@@ -29,39 +31,71 @@ export async function historyCommand(store: EventStore, workflowId: string | und
   return 0;
 }
 
+export type ReplayOutcome = { status: 'ok' | 'non_deterministic' | 'missing'; message: string };
+
 /**
- * `baton replay <module> <workflowId>`: replays a recorded history against the workflow code a
- * module exports, and says whether the code still makes the decisions the history recorded —
- * the check to run before deploying changed workflow code.
+ * Replays one recorded history against the workflow code a module exports, and says whether the
+ * code still makes the decisions the history recorded — the check to run before deploying
+ * changed workflow code.
  */
-export async function replayCommand(store: EventStore, modulePath: string | undefined, workflowId: string | undefined): Promise<number> {
-  if (!modulePath || !workflowId) {
-    process.stderr.write('usage: baton replay <module> <workflowId>\n');
-    return 2;
-  }
+export async function replayOne(store: EventStore, workflows: WorkflowDefinition[], modulePath: string, workflowId: string): Promise<ReplayOutcome> {
   const history = await readWorkflow(store, workflowId);
-  if (history.length === 0) {
-    process.stderr.write(`no workflow ${workflowId} in this store\n`);
-    return 1;
-  }
+  if (history.length === 0) return { status: 'missing', message: `no workflow ${workflowId} in this store` };
   const dispatched = history[0].data as { name: string; input: unknown[] };
   const version = (history.find((e) => e.type === 'DecisionStarted')?.data as { version?: string } | undefined)?.version ?? dispatched.name;
-  const { workflows } = await loadDefinitions(modulePath);
   const definition = workflows.find((w) => w.name === version);
-  if (!definition) {
-    process.stderr.write(`${modulePath} exports no workflow ${version}\n`);
-    return 1;
-  }
+  if (!definition) return { status: 'missing', message: `${modulePath} exports no workflow ${version}` };
   const decisions = history.filter((e) => e.type === 'DecisionCompleted').length;
   try {
     await new WorkflowReplay(definition, workflowId, dispatched.input, history).execute();
   } catch (error) {
     if (error instanceof NonDeterminismError) {
-      process.stdout.write(`NON_DETERMINISTIC at revision ${error.historyPosition}: ${error.message}\n`);
-      return 1;
+      return { status: 'non_deterministic', message: `NON_DETERMINISTIC at revision ${error.historyPosition}: ${error.message}` };
     }
     throw error;
   }
-  process.stdout.write(`OK: ${version} replays ${decisions} recorded decisions of workflow ${workflowId} (${history.length} events) without a mismatch\n`);
-  return 0;
+  return { status: 'ok', message: `OK: ${version} replays ${decisions} recorded decisions of workflow ${workflowId} (${history.length} events) without a mismatch` };
+}
+
+/** `baton replay <module> <workflowId>`: one workflow, its verdict on stdout. */
+export async function replayCommand(store: EventStore, modulePath: string, workflowId: string): Promise<number> {
+  const { workflows } = await loadDefinitions(modulePath);
+  const outcome = await replayOne(store, workflows, modulePath, workflowId);
+  if (outcome.status === 'missing') {
+    process.stderr.write(`${outcome.message}\n`);
+    return 1;
+  }
+  process.stdout.write(`${outcome.message}\n`);
+  return outcome.status === 'ok' ? 0 : 1;
+}
+
+/**
+ * `baton replay <module> --all [--name N]`: every recorded workflow (of that name) that the module
+ * defines, with a progress bar on a terminal; prints the mismatches and a summary.
+ */
+export async function replayAllCommand(store: EventStore, modulePath: string, name: string | undefined): Promise<number> {
+  const { workflows } = await loadDefinitions(modulePath);
+  const ids: string[] = [];
+  for (let after: bigint | undefined; ; ) {
+    const page = await store.readAll({ after, maxCount: 1000 });
+    if (page.length === 0) break;
+    for (const e of page) {
+      after = e.position;
+      const data = e.data as { workflowId?: string; name?: string };
+      if (e.type === 'WorkflowDispatched' && data.workflowId && (!name || data.name === name)) ids.push(data.workflowId);
+    }
+  }
+  const progress = startProgress('replay', ids.length);
+  const counts = { ok: 0, non_deterministic: 0, missing: 0 };
+  const mismatches: string[] = [];
+  for (const id of ids) {
+    const outcome = await replayOne(store, workflows, modulePath, id);
+    counts[outcome.status]++;
+    if (outcome.status === 'non_deterministic') mismatches.push(`${id}: ${outcome.message}`);
+    progress.increment();
+  }
+  progress.stop();
+  for (const line of mismatches) process.stdout.write(`${line}\n`);
+  process.stdout.write(`replayed ${ids.length} workflows: ${counts.ok} OK, ${counts.non_deterministic} NON_DETERMINISTIC, ${counts.missing} not defined by ${modulePath}\n`);
+  return counts.non_deterministic > 0 ? 1 : 0;
 }

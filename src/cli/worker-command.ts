@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { TaskDefinition, WorkflowDefinition } from '../sdk/definitions.js';
 import { Worker } from '../sdk/worker.js';
 
@@ -14,39 +13,35 @@ export async function loadDefinitions(modulePath: string): Promise<{ tasks: Task
   };
 }
 
+export interface WorkerCommandOptions {
+  url: string;
+  token?: string;
+  app?: string;
+  env?: string;
+  concurrency: string;
+  heartbeatMs: string;
+  maxCachedWorkflows: string;
+  shutdownGraceMs: string;
+}
+
 /** `baton worker <module>`: runs a worker for the definitions a module exports, until SIGINT/SIGTERM. */
-export async function workerCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      url: { type: 'string', default: process.env.BATON_URL ?? 'http://localhost:3000' },
-      token: { type: 'string', default: process.env.BATON_TOKEN },
-      app: { type: 'string', default: process.env.BATON_APP_ID },
-      env: { type: 'string', default: process.env.BATON_ENVIRONMENT },
-      concurrency: { type: 'string', default: process.env.BATON_CONCURRENCY ?? '10' },
-      'heartbeat-ms': { type: 'string', default: process.env.BATON_HEARTBEAT_MS ?? '5000' },
-      'max-cached-workflows': { type: 'string', default: process.env.BATON_MAX_CACHED_WORKFLOWS ?? '1000' },
-      'shutdown-grace-ms': { type: 'string', default: process.env.BATON_SHUTDOWN_GRACE_MS ?? '30000' },
-    },
-  });
-  const [modulePath] = positionals;
-  if (!modulePath || !values.token || !values.app || !values.env) {
-    process.stderr.write('usage: baton worker <module> --token <token> --app <appId> --env <environment> [--url http://localhost:3000] [--concurrency 10]\n(or BATON_TOKEN, BATON_APP_ID, BATON_ENVIRONMENT, BATON_URL)\n');
+export async function workerCommand(modulePath: string, values: WorkerCommandOptions): Promise<number> {
+  if (!values.token || !values.app || !values.env) {
+    process.stderr.write('baton worker needs --token, --app and --env (or BATON_TOKEN, BATON_APP_ID, BATON_ENVIRONMENT)\n');
     return 2;
   }
   const { tasks, workflows } = await loadDefinitions(modulePath);
   const worker = new Worker({
-    url: values.url!,
+    url: values.url,
     token: values.token,
     appId: values.app,
     environment: values.env,
     tasks,
     workflows,
     concurrency: Number(values.concurrency),
-    heartbeatIntervalMs: Number(values['heartbeat-ms']),
-    maxCachedWorkflows: Number(values['max-cached-workflows']),
-    shutdownGraceMs: Number(values['shutdown-grace-ms']),
+    heartbeatIntervalMs: Number(values.heartbeatMs),
+    maxCachedWorkflows: Number(values.maxCachedWorkflows),
+    shutdownGraceMs: Number(values.shutdownGraceMs),
   });
   const stop = () => void worker.shutdown();
   process.once('SIGINT', stop);

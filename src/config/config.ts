@@ -50,6 +50,18 @@ export interface BatonConfig {
   streamCacheSize: number;
   /** SQLite file of the durable read models: the store's own file for the embedded store, one per instance next to EventStoreDB. */
   readModelPath: string;
+  /** Bearer token `/metrics` asks for; null leaves it open. */
+  metricsToken: string | null;
+  /** How often the scheduled job samples the projection lag. */
+  metricsSampleMs: number;
+  /** Longest a SIGTERM shutdown may take before the process exits anyway (code 1). */
+  shutdownGraceMs: number;
+  /** How long to stay up, answering not ready, before the listener closes (lets load balancers notice). */
+  shutdownDelayMs: number;
+  /** Finished workflows older than this many days are deleted; 0 keeps everything. */
+  retentionDays: number;
+  /** How often the retention job looks for expired workflows. */
+  retentionSweepMs: number;
 }
 
 export class ConfigError extends Error {
@@ -85,6 +97,17 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     if (['0', 'false', 'no', 'off'].includes(v)) return false;
     problems.push(`${name}=${JSON.stringify(raw)}: expected true or false`);
     return fallback;
+  };
+
+  const days = (name: string): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return 0;
+    const value = Number(raw);
+    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !Number.isFinite(value) || value > 36_500) {
+      problems.push(`${name}=${JSON.stringify(raw)}: expected a number of days from 0 (off) to 36500, decimals allowed`);
+      return 0;
+    }
+    return value;
   };
 
   const eventStoreUrl = env.EVENT_STORE_URL?.trim() || 'sqlite:./data/baton.db';
@@ -127,7 +150,16 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
     streamCacheSize: int('STREAM_CACHE_SIZE', 10_000, 1, 10_000_000),
     readModelPath: readModelPath(eventStoreUrl, env),
+    metricsToken: env.METRICS_TOKEN?.trim() || null,
+    metricsSampleMs: int('METRICS_SAMPLE_MS', 5_000, 100, 3_600_000),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 25_000, 100, 3_600_000),
+    shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 0, 0, 600_000),
+    retentionDays: days('RETENTION_DAYS'),
+    retentionSweepMs: int('RETENTION_SWEEP_MS', 3_600_000, 100, 7 * 24 * 3_600_000),
   };
+  if (config.shutdownDelayMs >= config.shutdownGraceMs) {
+    problems.push(`SHUTDOWN_DELAY_MS=${config.shutdownDelayMs} must be less than SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -93,6 +93,14 @@ export interface Subscription {
 
 export type EventHandler = (event: RecordedEvent) => void | Promise<void>;
 
+/** One durable write: how many appends (callers) and events it carried, and how long it took. */
+export interface CommitInfo {
+  appends: number;
+  events: number;
+  failed: number;
+  seconds: number;
+}
+
 export interface EventStore {
   /** Short name of the adapter, for logs and /health. */
   readonly kind: string;
@@ -108,6 +116,13 @@ export interface EventStore {
   /** Throws `StoreUnavailableError` when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Removes a whole stream for good (retention): its rows on SQLite, a tombstone on EventStoreDB.
+   * Answers how many events were removed when the store knows. Removing an unknown stream is a no-op.
+   */
+  deleteStream?(streamId: string): Promise<number | undefined>;
+  /** Told after every commit (for metrics); the embedded store commits several appends at once. */
+  onCommit?(listener: (commit: CommitInfo) => void): void;
 }
 
 /** The stream is not at the revision the caller expected. */

@@ -24,6 +24,11 @@ export class HttpErrorsFilter implements ExceptionFilter {
         : typeof (exception as { statusCode?: unknown }).statusCode === 'number'
           ? (exception as { statusCode: number }).statusCode
           : 500;
+    // A failed health check (terminus) answers 503 with its own report, which probes and operators read.
+    const body = exception instanceof HttpException ? exception.getResponse() : undefined;
+    if (status === 503 && typeof body === 'object' && body !== null && 'details' in body) {
+      return reply.code(503).type('application/json').send(body);
+    }
     let message = exception instanceof Error ? exception.message : 'error';
     let code = CODES[status] ?? (status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_REQUEST');
     if (status === 413) message = `request body exceeds the limit of ${this.bodyLimitBytes} bytes`;

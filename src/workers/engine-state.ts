@@ -40,8 +40,20 @@ interface ScopeIndex {
 /** One indexed item: a workflow's decision, one of its tasks or timers, or a standalone task. */
 interface Indexed {
   scope: string;
-  entry: { kind: 'decisions' | 'tasks'; name: string; ref: string } | undefined;
+  /** What a worker can claim now, if anything; `since`: when it became claimable (for queue age metrics). */
+  entry: { kind: 'decisions' | 'tasks'; name: string; ref: string; since?: number } | undefined;
   due: number | undefined;
+}
+
+/** Claimable work of one name in one app and environment (for metrics). */
+export interface QueueSample {
+  appId: string;
+  environment: string;
+  kind: 'decision' | 'task';
+  name: string;
+  depth: number;
+  /** When the longest-waiting item became claimable (epoch ms). */
+  oldestSince: number;
 }
 
 export interface Candidate {
@@ -166,6 +178,7 @@ export class EngineState {
 
   private reindex(key: string, scope: string, entry: Indexed['entry'], due: number | undefined): void {
     const previous = this.indexed.get(key);
+    if (entry) entry.since = previous?.entry?.kind === entry.kind && previous.entry.ref === entry.ref ? previous.entry.since : this.clock.now();
     if (previous?.entry) {
       const index = this.scopes.get(previous.scope);
       const set = index?.[previous.entry.kind].get(previous.entry.name);
@@ -278,6 +291,28 @@ export class EngineState {
       signal?.addEventListener('abort', waiter.wake, { once: true });
       index.waiters.add(waiter);
     });
+  }
+
+  /** Read-only, for metrics: claimable work by app, environment, kind and name, and parked polls. */
+  queueSnapshot(): { queues: QueueSample[]; parkedPolls: number } {
+    const queues = new Map<string, QueueSample>();
+    for (const { scope, entry } of this.indexed.values()) {
+      if (entry) {
+        const key = `${scope}\u0000${entry.kind}\u0000${entry.name}`;
+        const sample = queues.get(key);
+        const since = entry.since ?? this.clock.now();
+        if (sample) {
+          sample.depth++;
+          sample.oldestSince = Math.min(sample.oldestSince, since);
+        } else {
+          const [appId, environment] = scope.split('\u0000');
+          queues.set(key, { appId, environment, kind: entry.kind === 'decisions' ? 'decision' : 'task', name: entry.name, depth: 1, oldestSince: since });
+        }
+      }
+    }
+    let parkedPolls = 0;
+    for (const index of this.scopes.values()) parkedPolls += index.waiters.size;
+    return { queues: [...queues.values()], parkedPolls };
   }
 
   private wakeWaiters(index: ScopeIndex, entry: NonNullable<Indexed['entry']>): void {

@@ -4,6 +4,7 @@ import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js'
 import { EVENT_STORE, type EventStore, Json, RecordedEvent } from '../event-store/event-store.port.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../shared/errors.js';
+import { currentCorrelationId } from '../shared/request-context.js';
 import { uuidv7 } from '../shared/ids.js';
 import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
@@ -29,7 +30,7 @@ const workerContext = (input: { appId: string; environment: string; workerId: st
   actor: `worker:${input.workerId}`,
   appId: input.appId,
   environment: input.environment,
-  correlationId: uuidv7(),
+  correlationId: currentCorrelationId() ?? uuidv7(),
 });
 
 /**

@@ -2,6 +2,7 @@ import { Inject } from '@nestjs/common';
 import { Args, Context, Mutation, Query, Resolver } from '@nestjs/graphql';
 import type { FastifyRequest } from 'fastify';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
+import { LifecycleService } from '../health/lifecycle.service.js';
 import { TooManyPollsError } from '../shared/errors.js';
 import { InputLimits, inputLimits } from '../shared/limits.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
@@ -20,6 +21,7 @@ export class WorkerProtocolResolver {
   constructor(
     private readonly engine: EngineService,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+    private readonly lifecycle: LifecycleService,
   ) {
     this.limits = inputLimits(config);
   }
@@ -34,6 +36,8 @@ export class WorkerProtocolResolver {
     @Context('req') req: FastifyRequest | undefined,
   ): Promise<WorkItem[]> {
     assertScope(principal, input.appId, input.environment);
+    // An instance that is draining answers parked polls empty and claims nothing new.
+    if (this.lifecycle.draining) return [];
     const waiting = this.polling.get(principal.tokenId) ?? 0;
     if (waiting >= this.config.maxPollsPerToken) throw new TooManyPollsError(this.config.maxPollsPerToken);
     this.polling.set(principal.tokenId, waiting + 1);
@@ -42,6 +46,7 @@ export class WorkerProtocolResolver {
     const socket = req?.raw.socket;
     const onClose = () => gone.abort();
     socket?.once('close', onClose);
+    this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
     try {
       return await this.engine.poll(input, gone.signal);
     } finally {
@@ -49,6 +54,7 @@ export class WorkerProtocolResolver {
       const left = (this.polling.get(principal.tokenId) ?? 1) - 1;
       if (left > 0) this.polling.set(principal.tokenId, left);
       else this.polling.delete(principal.tokenId);
+      this.lifecycle.drainSignal.removeEventListener('abort', onClose);
     }
   }
 

@@ -117,6 +117,8 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_base_name ON rm_workflows (app_id, environment, base_name, seq);
       CREATE INDEX IF NOT EXISTS rm_workflows_tag ON rm_workflows (app_id, environment, tag, seq) WHERE tag IS NOT NULL;
       CREATE INDEX IF NOT EXISTS rm_workflows_active ON rm_workflows (status) WHERE ${ACTIVE};
+      CREATE INDEX IF NOT EXISTS rm_workflows_finished ON rm_workflows (updated_at) WHERE status IN ${FINAL};
+      CREATE INDEX IF NOT EXISTS rm_workflows_parent ON rm_workflows (parent_id) WHERE parent_id IS NOT NULL;
     `);
     const columns = this.rm.db.prepare<[], { name: string }>('PRAGMA table_info(rm_workflows)').all();
     if (!columns.some((c) => c.name === 'queries')) this.rm.db.exec('ALTER TABLE rm_workflows ADD COLUMN queries TEXT');
@@ -145,6 +147,13 @@ export class WorkflowsReadModel implements DurableProjection {
         `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND tag = ? AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
       ),
       inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_workflows WHERE ${ACTIVE}`),
+      count: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_workflows'),
+      finishedBefore: db.prepare<[number, number], Row>(
+        `SELECT * FROM rm_workflows w WHERE status IN ${FINAL} AND updated_at < ?
+           AND NOT EXISTS (SELECT 1 FROM rm_workflows c WHERE c.parent_id = w.id AND c.status IN ('running', 'paused'))
+         ORDER BY updated_at LIMIT ?`,
+      ),
+      forget: db.prepare<[string]>('DELETE FROM rm_workflows WHERE id = ?'),
     };
   }
 
@@ -186,6 +195,24 @@ export class WorkflowsReadModel implements DurableProjection {
 
   inFlightStreams(): string[] {
     return this.stmt.inFlight.all().map((r) => `workflow-${r.id}`);
+  }
+
+  /** How many workflows the read model holds. */
+  get size(): number {
+    return this.stmt.count.get()!.n;
+  }
+
+  /**
+   * Finished workflows last changed before `cutoff`, oldest first, up to `max`; never one with a
+   * child still running (the child's end must still reach its parent's history).
+   */
+  finishedBefore(cutoff: Date, max: number): WorkflowView[] {
+    return this.stmt.finishedBefore.all(cutoff.getTime(), max).map(toView);
+  }
+
+  /** Drops a workflow deleted by retention. */
+  forget(id: string): void {
+    this.stmt.forget.run(id);
   }
 
   project(stored: StoredEvent): void {

@@ -48,16 +48,16 @@ describe('durable read models', () => {
     await api.act('pause', { name, tag: 'n:1' });
     const before = await api.workflows({ name }, { first: 7 });
     const fresh = await health(first);
-    expect(fresh.body.projections.resumedFrom).toBe('-1');
+    expect(fresh.body.details.projections.resumedFrom).toBe('-1');
     await first.stop();
     services.length = 0;
 
     const second = await startService({ storeUrl });
     services.push(second);
     const { body } = await health(second);
-    expect(BigInt(body.projections.resumedFrom)).toBeGreaterThanOrEqual(41n);
+    expect(BigInt(body.details.projections.resumedFrom)).toBeGreaterThanOrEqual(41n);
     // Only what happened after the last batch of the first run (its shutdown) is folded again.
-    expect(body.projections.replayedEvents).toBeLessThanOrEqual(2);
+    expect(body.details.projections.replayedEvents).toBeLessThanOrEqual(2);
     const api2 = new Client({ ...second, token: first.token } as Service, 'demo', 'dev');
     expect(await api2.workflows({ name }, { first: 7 })).toEqual(before);
     expect((await api2.workflows({ name, state: 'PAUSED' }, { first: 500 })).totalCount).toBe(10);
@@ -95,7 +95,7 @@ describe('durable read models', () => {
       const h = await health(service);
       return h.status === 503 ? h : null;
     }, { timeoutMs: 5000, description: '/health 503' });
-    expect(down.body.reason).toMatch(/projection subscription stopped at position \d+: injected fault/);
+    expect(down.body.details.projections.reason).toMatch(/projection subscription stopped at position \d+: injected fault/);
     await waitFor(async () => (await health(service)).status === 200, { timeoutMs: 10_000, description: '/health 200 again' });
     expect(await paused).toMatchObject({ matched: 1, changed: 1 });
     expect(await api.state(id)).toBe('PAUSED');
@@ -115,6 +115,6 @@ describe('durable read models', () => {
     expect(done.result.parentGot.released).toBe(7);
     expect((await engine.history(parent)).filter((e) => e.type === 'ChildWorkflowCompleted')).toHaveLength(1);
     expect(service.output()).toMatch(/effect of WorkflowCompleted at \d+ .* failed, retrying in \d+ ms: injected fault/);
-    expect((await health(service)).body.effects.retries).toBe(2);
+    expect((await health(service)).body.details.effects.retries).toBe(2);
   }, 30_000);
 });

@@ -10,10 +10,13 @@ describe('service start', () => {
   });
   afterAll(() => service?.stop());
 
-  it('serves /health with 200 and the store kind', async () => {
+  it('serves /health (an alias of /health/ready) with 200 and the store kind', async () => {
     const response = await fetch(`${service.url}/health`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: 'ok', store: { kind: 'sqlite', status: 'ok' }, projections: { live: true } });
+    expect(await response.json()).toMatchObject({
+      status: 'ok',
+      info: { store: { kind: 'sqlite', status: 'up' }, projections: { live: true, status: 'up' }, lifecycle: { draining: false, status: 'up' } },
+    });
   });
 
   it('created a token for app demo on a fresh store and printed it once with a curl example', () => {

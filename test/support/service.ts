@@ -84,9 +84,9 @@ export async function startService(options: { storeUrl?: string; env?: Record<st
   return { url, token, storeUrl, process: child, output: () => out, gql, stop: () => signal('SIGTERM'), kill: () => signal('SIGKILL') };
 }
 
-/** `npm run baton -- tokens create` against a store; returns the token (the last line printed). */
+/** `baton tokens create --create` against a store (made if new); returns the token (the last line printed). */
 export async function createTokenViaCli(storeUrl: string, apps: string[], environments: string[] = []): Promise<string> {
-  const args = [join(ROOT, 'dist/src/cli/baton.js'), 'tokens', 'create', ...apps.flatMap((a) => ['--app', a]), ...environments.flatMap((e) => ['--env', e])];
+  const args = [join(ROOT, 'dist/src/cli/baton.js'), 'tokens', 'create', '--create', ...apps.flatMap((a) => ['--app', a]), ...environments.flatMap((e) => ['--env', e])];
   const { stdout } = await run(process.execPath, args, { cwd: ROOT, env: { ...process.env, EVENT_STORE_URL: storeUrl } });
   return stdout.trim().split('\n').pop()!;
 }

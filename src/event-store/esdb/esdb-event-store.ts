@@ -10,6 +10,7 @@ import {
   NotLeaderError,
   START,
   STREAM_EXISTS,
+  StreamDeletedError,
   StreamNotFoundError,
   TimeoutError,
   UnavailableError,
@@ -40,6 +41,7 @@ import {
   SubscribeOptions,
   Subscription,
   WrongExpectedRevisionError,
+  type CommitInfo,
 } from '../event-store.port.js';
 
 export interface EsdbEventStoreOptions {
@@ -76,6 +78,11 @@ const MAX_BACKOFF_MS = 5_000;
  */
 export class EsdbEventStore implements EventStore {
   readonly kind = 'esdb';
+  private readonly commitListeners: Array<(commit: CommitInfo) => void> = [];
+
+  onCommit(listener: (commit: CommitInfo) => void): void {
+    this.commitListeners.push(listener);
+  }
   readonly callTimeoutMs: number;
   private readonly connectionString: string;
   private client: EventStoreDBClient;
@@ -91,6 +98,7 @@ export class EsdbEventStore implements EventStore {
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
+    const started = process.hrtime.bigint();
     const result = await this.call(
       'append',
       async (client) => {
@@ -121,7 +129,19 @@ export class EsdbEventStore implements EventStore {
       result.position?.commit ??
       (await this.readStream(streamId, { fromRevision: result.nextExpectedRevision, maxCount: 1 }))[0]?.position;
     if (position === undefined) throw new Error(`append to ${streamId}: EventStoreDB returned no position`);
+    const commit: CommitInfo = { appends: 1, events: events.length, failed: 0, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+    for (const listener of this.commitListeners) listener(commit);
     return { nextExpectedRevision: result.nextExpectedRevision, position };
+  }
+
+  /** Tombstones the stream (retention): its events are gone for good and its name cannot be reused. */
+  async deleteStream(streamId: string): Promise<undefined> {
+    try {
+      await this.call('tombstone', (client) => client.tombstoneStream(streamId, { deadline: this.callTimeoutMs }));
+    } catch (error) {
+      if (!(error instanceof StreamNotFoundError) && !(error instanceof StreamDeletedError)) throw error;
+    }
+    return undefined;
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -3,6 +3,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   AppendResult,
+  CommitInfo,
   EventHandler,
   type EventStore,
   ExpectedRevision,
@@ -63,6 +64,7 @@ export class SqliteEventStore implements EventStore {
   private readonly wakers = new Set<() => void>();
   private readonly subscriptions = new Set<SqliteSubscription>();
   private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
+  private readonly commitListeners: Array<(commit: CommitInfo) => void> = [];
 
   constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
     if (file !== ':memory:') {
@@ -117,6 +119,7 @@ export class SqliteEventStore implements EventStore {
       maxPosition: this.db.prepare<[], { position: number | null }>(
         'SELECT max(position) AS position FROM events',
       ),
+      deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
     };
   }
 
@@ -132,10 +135,15 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  onCommit(listener: (commit: CommitInfo) => void): void {
+    this.commitListeners.push(listener);
+  }
+
   private flush(): void {
     this.flushScheduled = false;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
+      const started = process.hrtime.bigint();
       const outcomes: Array<{ ok: true; value: AppendResult } | { ok: false; error: unknown }> = [];
       const appendOne = this.db.transaction((pending: PendingAppend) => this.write(pending));
       const commit = this.db.transaction(() => {
@@ -160,6 +168,15 @@ export class SqliteEventStore implements EventStore {
         if (outcome.ok) pending.resolve(outcome.value);
         else pending.reject(outcome.error);
       });
+      if (this.commitListeners.length > 0) {
+        const commit: CommitInfo = {
+          appends: batch.length,
+          events: batch.reduce((n, p, i) => n + (outcomes[i].ok ? p.events.length : 0), 0),
+          failed: outcomes.filter((o) => !o.ok).length,
+          seconds: Number(process.hrtime.bigint() - started) / 1e9,
+        };
+        for (const listener of this.commitListeners) listener(commit);
+      }
     }
     this.wake();
   }
@@ -251,6 +268,12 @@ export class SqliteEventStore implements EventStore {
     const wakers = [...this.wakers];
     this.wakers.clear();
     for (const waker of wakers) waker();
+  }
+
+  /** Deletes the stream's rows (retention). AUTOINCREMENT never reuses their positions. */
+  async deleteStream(streamId: string): Promise<number> {
+    this.assertOpen();
+    return this.stmt.deleteStream.run(streamId).changes;
   }
 
   async headPosition(): Promise<bigint | undefined> {

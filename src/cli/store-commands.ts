@@ -1,0 +1,68 @@
+import Database from 'better-sqlite3';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { startProgress } from './progress.js';
+
+/** The file of a `sqlite:` store URL, or null for EventStoreDB. */
+export function sqliteFile(url: string): string | null {
+  if (!url.startsWith('sqlite:')) return null;
+  return url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || './data/baton.db';
+}
+
+/** A mistyped path must not silently become a new, empty store. */
+export function assertStoreExists(url: string, create: boolean): void {
+  const file = sqliteFile(url);
+  if (file === null || file === ':memory:' || create || existsSync(file)) return;
+  throw new CliError(`no event store at ${resolve(file)} (EVENT_STORE_URL=${url}); check the path, or pass --create to start a new, empty store there`);
+}
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 2,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * `baton backup <file>`: a consistent copy of the embedded store through SQLite's online backup
+ * API (better-sqlite3 `db.backup()`), safe while Baton instances are running and writing.
+ */
+export async function backupCommand(url: string, target: string, options: { force?: boolean }): Promise<number> {
+  const file = sqliteFile(url);
+  if (file === null) {
+    throw new CliError('baton backup copies the embedded SQLite store; back EventStoreDB/KurrentDB up with its own tools (see docs/OPERATIONS.md)');
+  }
+  assertStoreExists(url, false);
+  if (existsSync(target)) {
+    if (!options.force) throw new CliError(`${target} exists; pass --force to overwrite it`);
+    rmSync(target);
+  }
+  mkdirSync(dirname(resolve(target)), { recursive: true });
+  const source = new Database(file, { fileMustExist: true });
+  source.pragma('busy_timeout = 10000');
+  const started = Date.now();
+  const progress = startProgress('backup', 1);
+  try {
+    await source.backup(target, {
+      progress: ({ totalPages, remainingPages }) => {
+        progress.update(totalPages - remainingPages, totalPages);
+        return 256;
+      },
+    });
+  } finally {
+    progress.stop();
+    source.close();
+  }
+  const copy = new Database(target, { readonly: true, fileMustExist: true });
+  try {
+    const integrity = copy.pragma('integrity_check', { simple: true });
+    if (integrity !== 'ok') throw new CliError(`the backup failed its integrity check: ${String(integrity)}`, 1);
+    const { events, head } = copy.prepare('SELECT count(*) AS events, max(position) AS head FROM events').get() as { events: number; head: number | null };
+    process.stdout.write(`backup of ${resolve(file)} written to ${resolve(target)}: ${events} events up to position ${head ?? 0}, ${statSync(target).size} bytes, in ${Date.now() - started} ms\n`);
+  } finally {
+    copy.close();
+  }
+  return 0;
+}

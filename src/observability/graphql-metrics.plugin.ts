@@ -1,0 +1,45 @@
+import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
+import { Plugin } from '@nestjs/apollo';
+import type { FastifyRequest } from 'fastify';
+import { Kind, type OperationDefinitionNode } from 'graphql';
+import { MetricsService } from './metrics.service.js';
+
+const MAX_ROOT_FIELDS = 3;
+
+/**
+ * Names a GraphQL operation by its root fields (`dispatchWorkflow`, `pollWork`, `workflow,workflows`):
+ * bounded by the schema, unlike client-chosen operation names. Records its duration and outcome
+ * and puts the name on the request's log line.
+ */
+export function operationLabel(operation: OperationDefinitionNode | undefined | null): string {
+  if (!operation) return 'unparsed';
+  const fields = operation.selectionSet.selections.flatMap((s) => (s.kind === Kind.FIELD ? [s.name.value] : []));
+  if (fields.length === 0) return 'fragment';
+  const unique = [...new Set(fields)].sort();
+  return unique.length > MAX_ROOT_FIELDS ? `${unique.slice(0, MAX_ROOT_FIELDS).join(',')},…` : unique.join(',');
+}
+
+@Plugin()
+export class GraphqlMetricsPlugin implements ApolloServerPlugin<{ req?: FastifyRequest }> {
+  constructor(private readonly metrics: MetricsService) {}
+
+  async requestDidStart(): Promise<GraphQLRequestListener<{ req?: FastifyRequest }>> {
+    const started = process.hrtime.bigint();
+    const metrics = this.metrics;
+    let operation = 'unparsed';
+    let type = 'unknown';
+    return {
+      async didResolveOperation({ operation: node, contextValue }) {
+        operation = operationLabel(node);
+        type = node?.operation ?? 'unknown';
+        const raw = contextValue.req?.raw as { graphqlOperation?: string } | undefined;
+        if (raw) raw.graphqlOperation = operation;
+      },
+      async willSendResponse({ response }) {
+        const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+        const outcome = errors?.length ? String(errors[0].extensions?.code ?? 'ERROR') : 'ok';
+        metrics.graphqlOperations.observe({ operation, type, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
+      },
+    };
+  }
+}

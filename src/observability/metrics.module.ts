@@ -1,0 +1,17 @@
+import { Global, Module } from '@nestjs/common';
+import { WorkersModule } from '../workers/workers.module.js';
+import { GraphqlMetricsPlugin } from './graphql-metrics.plugin.js';
+import { MetricsController } from './metrics.controller.js';
+import { MetricsProjection } from './metrics.projection.js';
+import { MetricsSampler } from './metrics-sampler.js';
+import { MetricsService } from './metrics.service.js';
+
+/** Prometheus metrics: the injectable MetricsService, `/metrics`, and what feeds them. */
+@Global()
+@Module({
+  imports: [WorkersModule],
+  controllers: [MetricsController],
+  providers: [MetricsService, MetricsProjection, GraphqlMetricsPlugin, MetricsSampler],
+  exports: [MetricsService],
+})
+export class MetricsModule {}

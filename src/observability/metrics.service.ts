@@ -1,0 +1,209 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
+import { ProjectionRunner } from '../event-store/projection-runner.js';
+import { LifecycleService } from '../health/lifecycle.service.js';
+import { EngineState } from '../workers/engine-state.js';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000];
+const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 3600];
+
+/**
+ * Baton's Prometheus metrics (prom-client), on a registry of their own and served at
+ * `/metrics`. Other modules inject this service to record what they do; gauges that describe
+ * the engine (queue depth, oldest waiting work, parked polls, projection lag) are sampled when
+ * scraped. docs/OPERATIONS.md lists every series.
+ */
+@Injectable()
+export class MetricsService implements OnModuleInit {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Histogram({
+    name: 'baton_http_request_duration_seconds',
+    help: 'HTTP requests by method, route and status code, with their duration (the _count is the request rate).',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly graphqlOperations = new Histogram({
+    name: 'baton_graphql_operation_duration_seconds',
+    help: 'GraphQL operations by operation (its root fields), type and outcome (ok or the first error code), with their duration.',
+    labelNames: ['operation', 'type', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly storeAppends = new Counter({
+    name: 'baton_store_appends_total',
+    help: 'Appends written to the event store (one per caller; failed ones are conflicts).',
+    labelNames: ['store', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly storeEvents = new Counter({
+    name: 'baton_store_events_appended_total',
+    help: 'Events written to the event store.',
+    labelNames: ['store'] as const,
+    registers: [this.registry],
+  });
+
+  readonly storeCommitBatch = new Histogram({
+    name: 'baton_store_commit_batch_size',
+    help: 'Appends committed together in one transaction (group commit on the embedded store; always 1 on EventStoreDB).',
+    labelNames: ['store'] as const,
+    buckets: BATCH_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly storeCommitSeconds = new Histogram({
+    name: 'baton_store_commit_duration_seconds',
+    help: 'Duration of one durable commit.',
+    labelNames: ['store'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly decisions = new Counter({
+    name: 'baton_decisions_total',
+    help: 'Workflow decisions by outcome (started = claimed by a worker, completed, failed), as recorded in the log.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly tasks = new Counter({
+    name: 'baton_task_attempts_total',
+    help: 'Task attempts by outcome (started, completed, attempt_failed = will be retried or failed, failed = no attempts left), as recorded in the log.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly workflows = new Counter({
+    name: 'baton_workflows_total',
+    help: 'Workflows dispatched and finished, by outcome (dispatched, completed, failed, terminated), as recorded in the log.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly scheduleOccurrences = new Counter({
+    name: 'baton_schedule_occurrences_total',
+    help: 'Schedule occurrences by outcome (fired, skipped, buffered), as recorded in the log.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly scheduleLag = new Histogram({
+    name: 'baton_schedule_fire_lag_seconds',
+    help: 'How late a schedule fired after its occurrence time.',
+    buckets: LAG_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly queueDepth = new Gauge({
+    name: 'baton_queue_depth',
+    help: 'Work a worker could claim now, by app, environment, kind (decision or task) and workflow or task name.',
+    labelNames: ['app', 'environment', 'kind', 'name'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueOldest = new Gauge({
+    name: 'baton_queue_oldest_seconds',
+    help: 'Age of the longest-waiting claimable work, by app, environment, kind and name.',
+    labelNames: ['app', 'environment', 'kind', 'name'] as const,
+    registers: [this.registry],
+  });
+
+  readonly parkedPolls = new Gauge({
+    name: 'baton_long_polls_parked',
+    help: 'Worker long polls waiting for work on this instance.',
+    registers: [this.registry],
+  });
+
+  readonly projectionLagEvents = new Gauge({
+    name: 'baton_projection_lag_events',
+    help: "Events in the store's log not yet applied to this instance's read models.",
+    registers: [this.registry],
+  });
+
+  readonly projectionLagSeconds = new Gauge({
+    name: 'baton_projection_lag_seconds',
+    help: 'Age of the oldest event not yet applied to the read models (0 when caught up).',
+    registers: [this.registry],
+  });
+
+  readonly projectionCheckpoint = new Gauge({
+    name: 'baton_projection_checkpoint',
+    help: 'Position of the last event applied to the read models.',
+    registers: [this.registry],
+  });
+
+  readonly ready = new Gauge({
+    name: 'baton_ready',
+    help: '1 while the read models are live and the instance is not draining, else 0.',
+    registers: [this.registry],
+  });
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly projections: ProjectionRunner,
+    private readonly engine: EngineState,
+    private readonly lifecycle: LifecycleService,
+  ) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
+  }
+
+  onModuleInit(): void {
+    this.store.onCommit?.((commit) => {
+      const store = this.store.kind;
+      this.storeAppends.inc({ store, result: 'ok' }, commit.appends - commit.failed);
+      if (commit.failed > 0) this.storeAppends.inc({ store, result: 'rejected' }, commit.failed);
+      this.storeEvents.inc({ store }, commit.events);
+      this.storeCommitBatch.observe({ store }, commit.appends);
+      this.storeCommitSeconds.observe({ store }, commit.seconds);
+    });
+  }
+
+  /**
+   * Projection lag: the store's head against this instance's checkpoint, and the age of the
+   * oldest event not yet applied. Run by the sampling job (METRICS_SAMPLE_MS), so a scrape
+   * never waits on the store.
+   */
+  async sampleProjectionLag(now = Date.now): Promise<void> {
+    const checkpoint = this.projections.checkpoint;
+    const head = (await this.store.headPosition()) ?? -1n;
+    if (head <= checkpoint) {
+      this.projectionLagEvents.set(0);
+      this.projectionLagSeconds.set(0);
+      return;
+    }
+    const [next] = await this.store.readAll({ after: checkpoint < 0n ? undefined : checkpoint, maxCount: 1 });
+    this.projectionLagEvents.set(Number(head - checkpoint));
+    this.projectionLagSeconds.set(next ? Math.max(0, (now() - next.recordedAt.getTime()) / 1000) : 0);
+  }
+
+  /** Everything in Prometheus' text format, with the engine gauges sampled now. */
+  async scrape(): Promise<string> {
+    this.sampleEngine();
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private sampleEngine(now = Date.now()): void {
+    const { queues, parkedPolls } = this.engine.queueSnapshot();
+    this.queueDepth.reset();
+    this.queueOldest.reset();
+    for (const q of queues) {
+      const labels = { app: q.appId, environment: q.environment, kind: q.kind, name: q.name };
+      this.queueDepth.set(labels, q.depth);
+      this.queueOldest.set(labels, Math.max(0, (now - q.oldestSince) / 1000));
+    }
+    this.parkedPolls.set(parkedPolls);
+
+    this.projectionCheckpoint.set(Number(this.projections.checkpoint));
+    this.ready.set(this.projections.isLive && !this.lifecycle.draining ? 1 : 0);
+  }
+}

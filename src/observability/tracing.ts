@@ -1,0 +1,28 @@
+import { register } from 'node:module';
+
+/**
+ * OpenTelemetry tracing (@opentelemetry/sdk-node with the HTTP, GraphQL and NestJS
+ * instrumentations). main.ts loads this module only when OTEL_EXPORTER_OTLP_ENDPOINT (or
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, so tracing costs nothing otherwise. The exporter
+ * follows the standard OTEL_* variables (OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME, …).
+ */
+export async function startTracing(): Promise<() => Promise<void>> {
+  // ESM modules are instrumented through import-in-the-middle's loader hook.
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  const { NodeSDK } = await import('@opentelemetry/sdk-node');
+  const { HttpInstrumentation } = await import('@opentelemetry/instrumentation-http');
+  const { GraphQLInstrumentation } = await import('@opentelemetry/instrumentation-graphql');
+  const { NestInstrumentation } = await import('@opentelemetry/instrumentation-nestjs-core');
+  const sdk = new NodeSDK({
+    serviceName: process.env.OTEL_SERVICE_NAME ?? 'baton',
+    instrumentations: [
+      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(health|metrics)/.test(req.url ?? '') }),
+      new GraphQLInstrumentation({ mergeItems: true, ignoreTrivialResolveSpans: true }),
+      new NestInstrumentation(),
+    ],
+  });
+  sdk.start();
+  const endpoint = process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  process.stdout.write(`${JSON.stringify({ level: 30, time: Date.now(), context: 'Tracing', msg: `OpenTelemetry tracing on, exporting to ${endpoint}` })}\n`);
+  return () => sdk.shutdown().catch(() => undefined);
+}

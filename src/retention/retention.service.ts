@@ -1,0 +1,106 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import type { IEventHandler } from '@nestjs/cqrs';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { Counter } from 'prom-client';
+import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
+import { EventRegistry, Projection, StoredEvent } from '../event-store/event-registry.js';
+import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
+import { ProjectionRunner } from '../event-store/projection-runner.js';
+import { LifecycleService } from '../health/lifecycle.service.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { CLOCK, type Clock } from '../shared/clock.js';
+import { uuidv7 } from '../shared/ids.js';
+import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
+
+export const RETENTION_JOB = 'retention.sweep';
+/** Recorded after a sweep so every instance drops the deleted workflows from its read models. */
+export const WORKFLOWS_EXPIRED = 'WorkflowsExpired';
+const BATCH = 500;
+
+export interface WorkflowsExpiredData {
+  workflowIds: string[];
+  cutoff: string;
+}
+
+/**
+ * Retention (RETENTION_DAYS, off by default): a job in the SchedulerRegistry deletes finished
+ * workflows whose last change is older than that — their streams' rows on SQLite, tombstones on
+ * EventStoreDB — and records one `WorkflowsExpired` event, which every instance's read models
+ * follow. A workflow with a child still running is kept until the child ends.
+ */
+@Injectable()
+export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
+  private readonly logger = new Logger('Retention');
+  private running: Promise<number> | undefined;
+  private readonly deleted: Counter;
+
+  constructor(
+    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly registry: EventRegistry,
+    private readonly scheduler: SchedulerRegistry,
+    private readonly workflows: WorkflowsReadModel,
+    private readonly projections: ProjectionRunner,
+    private readonly lifecycle: LifecycleService,
+    metrics: MetricsService,
+  ) {
+    this.deleted = new Counter({
+      name: 'baton_retention_workflows_deleted_total',
+      help: 'Finished workflows deleted by retention on this instance.',
+      registers: [metrics.registry],
+    });
+  }
+
+  onModuleInit(): void {
+    this.registry.register([WORKFLOWS_EXPIRED]);
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.config.retentionDays <= 0) return;
+    if (!this.store.deleteStream) {
+      this.logger.warn(`RETENTION_DAYS is set but the ${this.store.kind} store cannot delete streams; nothing will be deleted`);
+      return;
+    }
+    const interval = setInterval(() => void this.sweep().catch((e: Error) => this.logger.error(`retention sweep failed: ${e.message}`)), this.config.retentionSweepMs);
+    interval.unref();
+    this.scheduler.addInterval(RETENTION_JOB, interval);
+    this.logger.log(`deleting finished workflows older than ${this.config.retentionDays} days, checking every ${this.config.retentionSweepMs} ms`);
+  }
+
+  /** One pass; answers how many workflows it deleted. Never runs twice at once on one instance. */
+  sweep(): Promise<number> {
+    this.running ??= this.sweepOnce().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async sweepOnce(): Promise<number> {
+    if (!this.store.deleteStream || this.config.retentionDays <= 0 || !this.projections.isLive || this.lifecycle.draining) return 0;
+    const cutoff = new Date(this.clock.now() - this.config.retentionDays * 86_400_000);
+    let total = 0;
+    for (;;) {
+      const expired = this.workflows.finishedBefore(cutoff, BATCH);
+      if (expired.length === 0 || this.lifecycle.draining) break;
+      for (const view of expired) await this.store.deleteStream(`workflow-${view.id}`);
+      const data: WorkflowsExpiredData = { workflowIds: expired.map((v) => v.id), cutoff: cutoff.toISOString() };
+      const { position } = await this.store.append(`retention-${uuidv7()}`, [
+        { id: uuidv7(), type: WORKFLOWS_EXPIRED, data, metadata: { actor: 'system', appId: '*', environment: '*', correlationId: uuidv7(), at: new Date(this.clock.now()).toISOString() } },
+      ]);
+      await this.projections.waitFor(position);
+      total += expired.length;
+      this.deleted.inc(expired.length);
+      if (expired.length < BATCH) break;
+    }
+    if (total > 0) this.logger.log(`deleted ${total} finished workflows last changed before ${cutoff.toISOString()}`);
+    return total;
+  }
+}
+
+@Projection([WORKFLOWS_EXPIRED])
+export class RetentionProjection implements IEventHandler<StoredEvent> {
+  constructor(private readonly workflows: WorkflowsReadModel) {}
+
+  handle(stored: StoredEvent): void {
+    for (const id of (stored.data as WorkflowsExpiredData).workflowIds) this.workflows.forget(id);
+  }
+}

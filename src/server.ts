@@ -1,0 +1,79 @@
+import { Logger } from '@nestjs/common';
+import { LifecycleService } from './health/lifecycle.service.js';
+import { dirname, join } from 'node:path';
+import { startExamplesWorker } from './examples-worker.js';
+import { createApp } from './app.js';
+import { ConfigError, loadConfig } from './config/config.js';
+import { EVENT_STORE, type EventStore } from './event-store/event-store.port.js';
+import { createToken } from './tokens/create-token.js';
+import { TokensReadModel } from './tokens/tokens.projection.js';
+
+/** Starts the service (see main.ts, which may start tracing first); `stopTracing` flushes spans on shutdown. */
+export async function main(stopTracing: () => Promise<void> = async () => {}): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = new Logger('Baton');
+  const app = await createApp(config);
+  await app.listen(config.port, config.host);
+  const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('0.0.0.0', 'localhost');
+  logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind})`);
+
+  // Only on a store that never had a token: after an operator revoked every token, none comes back.
+  if (config.bootstrapToken && !app.get(TokensReadModel).everIssued) {
+    const { token } = await createToken(app.get<EventStore>(EVENT_STORE), { apps: ['demo'], label: 'bootstrap' });
+    process.stdout.write(
+      [
+        '',
+        'No API token existed, so one was created for app "demo". It is shown only this once:',
+        '',
+        `  ${token}`,
+        '',
+        'Try it:',
+        `  curl -s ${url}/graphql -H 'Content-Type: application/json' -H 'Authorization: Bearer ${token}' \\`,
+        `    -d '{"query":"mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }","variables":{"input":{"appId":"demo","environment":"dev","name":"Onboarding","input":"[\\"ada@example.com\\"]","tag":"email:ada@example.com"}}}'`,
+        '',
+        `BATON_BOOTSTRAP_TOKEN=${token}`,
+        '',
+      ].join('\n'),
+    );
+  }
+  let stopWorker = async () => {};
+  if (config.exampleWorker) {
+    const dataDir = config.eventStoreUrl.startsWith('sqlite:') ? dirname(config.eventStoreUrl.slice('sqlite:'.length)) : './data';
+    stopWorker = await startExamplesWorker({
+      url,
+      store: app.get<EventStore>(EVENT_STORE),
+      tokens: app.get(TokensReadModel),
+      tokenFile: join(dataDir, 'example-worker.token'),
+      environments: config.exampleEnvironments,
+    });
+  }
+  // SIGTERM: not ready at once, parked polls answered empty and no new claims; after
+  // SHUTDOWN_DELAY_MS the listener closes and requests in flight finish; then the store flushes
+  // the appends it holds and closes. Past SHUTDOWN_GRACE_MS the process exits anyway (code 1).
+  const shutdown = async (signal: string) => {
+    const started = Date.now();
+    setTimeout(() => {
+      logger.error(`shutdown did not finish within SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}; exiting`);
+      process.exit(1);
+    }, config.shutdownGraceMs).unref();
+    app.get(LifecycleService).startDraining(signal);
+    if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+    await stopWorker();
+    await app.close();
+    await stopTracing();
+    logger.log(`stopped in ${Date.now() - started} ms`);
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.stdout.write(`BATON_READY ${url}\n`);
+}

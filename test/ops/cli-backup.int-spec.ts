@@ -1,0 +1,88 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Engine, unique } from '../engine/engine-helpers.js';
+import { ROOT, Service, startService } from '../support/service.js';
+import { FIXTURES_MODULE, FixtureWorker, startWorker } from '../support/worker.js';
+
+function baton(args: string[], env: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const VERSION = (await import('../../package.json', { with: { type: 'json' } })).default.version;
+
+describe('baton CLI', () => {
+  it('answers --help and --version on every command', () => {
+    const commands = [[], ['tokens'], ['tokens', 'create'], ['tokens', 'list'], ['tokens', 'revoke'], ['worker'], ['history'], ['replay'], ['backup']];
+    for (const c of commands) {
+      const help = baton([...c, '--help']);
+      expect({ c, code: help.code }).toEqual({ c, code: 0 });
+      expect(help.stdout).toMatch(new RegExp(`^Usage: baton${c.length ? ` ${c.join(' ')}` : ''}`));
+      const version = baton([...c, '--version']);
+      expect({ c, code: version.code, out: version.stdout.trim() }).toEqual({ c, code: 0, out: VERSION });
+    }
+    expect(baton(['history', '--help']).stdout).not.toMatch(/no workflow/);
+  });
+
+  it('refuses a SQLite store path that does not exist unless --create is given', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'baton-cli-')), 'typo.db');
+    const refused = baton(['tokens', 'list'], { EVENT_STORE_URL: `sqlite:${file}` });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`no event store at ${file}`);
+    expect(refused.stderr).toContain('--create');
+    expect(existsSync(file)).toBe(false);
+    const created = baton(['tokens', 'create', '--app', 'demo', '--store', `sqlite:${file}`, '--create']);
+    expect(created.code).toBe(0);
+    expect(created.stdout.trim().split('\n').pop()).toMatch(/^baton_/);
+    expect(baton(['tokens', 'list', '--store', `sqlite:${file}`]).stdout).toMatch(/active +apps=demo/);
+  });
+});
+
+describe('baton backup, restored into a fresh instance', () => {
+  const stopped: Array<Service | FixtureWorker> = [];
+  afterAll(async () => {
+    for (const s of stopped) await s.stop();
+  });
+
+  it('copies a running store online; a new instance on the copy has every workflow in the same state', async () => {
+    const service = await startService();
+    stopped.push(service);
+    const environment = unique('backup');
+    const worker = await startWorker({ url: service.url, token: service.token, environment });
+    stopped.push(worker);
+    const engine = new Engine(service, environment);
+    const done = await Promise.all(Array.from({ length: 8 }, (_, i) => engine.dispatch('Sequential', [`b${i}`])));
+    for (const id of done) await engine.waitForState(id);
+    const waiting = await engine.dispatch('Waiter', ['never', 600_000]);
+    await engine.waitForHistory(waiting, (h) => h.some((e) => e.type === 'DecisionCompleted'), 'the waiter to park');
+    await worker.stop();
+
+    const target = join(mkdtempSync(join(tmpdir(), 'baton-backup-')), 'copy.db');
+    const backup = baton(['backup', target], { EVENT_STORE_URL: service.storeUrl });
+    expect(backup).toMatchObject({ code: 0, stdout: expect.stringMatching(/^backup of .* written to .*copy\.db: \d+ events up to position \d+/) });
+    expect(baton(['backup', target], { EVENT_STORE_URL: service.storeUrl }).stderr).toMatch(/exists; pass --force/);
+
+    const restored = await startService({ storeUrl: `sqlite:${target}` });
+    stopped.push(restored);
+    const fresh = new Engine(restored, environment, service.token);
+    for (const id of [...done, waiting]) {
+      const [a, b] = await Promise.all([engine.workflow(id), fresh.workflow(id)]);
+      expect(b).toEqual(a);
+      expect((await fresh.history(id)).length).toBe((await engine.history(id)).length);
+    }
+    expect((await fresh.workflow(waiting)).state).toBe('RUNNING');
+
+    // The restored store replays against the code that made it.
+    const replay = baton(['replay', FIXTURES_MODULE, '--all', '--name', 'Sequential'], { EVENT_STORE_URL: `sqlite:${target}` });
+    expect(replay.stdout).toMatch(/replayed \d+ workflows: \d+ OK, 0 NON_DETERMINISTIC/);
+    expect(replay.code).toBe(0);
+  });
+});

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Engine, unique } from '../engine/engine-helpers.js';
+import { Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+import { FixtureWorker, startWorker } from '../support/worker.js';
+
+/** `name{labels} value` lines of a Prometheus scrape, summed over the series that carry every given label. */
+function metric(text: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0;
+  let found = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const body = match[2] ?? '';
+    if (!Object.entries(labels).every(([k, v]) => body.includes(`${k}="${v}"`))) continue;
+    found = true;
+    total += Number(match[3]);
+  }
+  return found ? total : NaN;
+}
+
+const DISPATCH = 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }';
+
+describe('observability: request ids, logs, metrics, probes', () => {
+  let service: Service;
+  let worker: FixtureWorker;
+  const environment = unique('ops');
+  let engine: Engine;
+
+  beforeAll(async () => {
+    service = await startService({ env: { LOG_LEVEL: 'info', METRICS_SAMPLE_MS: '200' } });
+    engine = new Engine(service, environment);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await service?.stop();
+  });
+
+  const scrape = async () => {
+    const response = await fetch(`${service.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/text\/plain/);
+    return response.text();
+  };
+
+  const dispatch = (name: string, requestId?: string) =>
+    fetch(`${service.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}`, ...(requestId ? { 'x-request-id': requestId } : {}) },
+      body: JSON.stringify({ query: DISPATCH, variables: { input: { appId: 'demo', environment, name, input: '[]' } } }),
+    });
+
+  it('returns the caller’s x-request-id and writes it into the metadata of the events the request caused', async () => {
+    const requestId = unique('req');
+    const response = await dispatch('Noop', requestId);
+    expect(response.headers.get('x-request-id')).toBe(requestId);
+    const { data } = (await response.json()) as { data: { dispatchWorkflow: { id: string } } };
+    const history = await engine.history(data.dispatchWorkflow.id);
+    expect(history[0].type).toBe('WorkflowDispatched');
+    expect(history[0].metadata.correlationId).toBe(requestId);
+  });
+
+  it('generates a request id when none (or an unusable one) is sent', async () => {
+    const plain = await dispatch('Noop');
+    expect(plain.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-/);
+    const bad = await dispatch('Noop', 'x'.repeat(300));
+    expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
+  });
+
+  it('logs one JSON line per request with its id, status and GraphQL operation', async () => {
+    const requestId = unique('logged');
+    await dispatch('Noop', requestId);
+    const line = await waitFor(
+      () => {
+        const lines = service
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { req?: { id: string }; res?: { statusCode: number }; operation?: string; msg: string; responseTime?: number })
+          .filter((l) => l.req?.id === requestId);
+        return lines.length > 0 ? lines : null;
+      },
+      { description: 'the request log line' },
+    );
+    expect(line).toHaveLength(1);
+    expect(line[0]).toMatchObject({ msg: 'request completed', res: { statusCode: 200 }, operation: 'dispatchWorkflow' });
+    expect(typeof line[0].responseTime).toBe('number');
+    expect(service.output()).not.toContain('\u001b['); // no ANSI colours when stdout is not a terminal
+    expect(service.output()).not.toMatch(/"authorization"/i); // request headers (the token) are not logged
+  });
+
+  it('serves /health/live and /health/ready', async () => {
+    const live = await fetch(`${service.url}/health/live`);
+    expect(live.status).toBe(200);
+    const ready = await fetch(`${service.url}/health/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ok', info: { store: { status: 'up' }, projections: { live: true }, lifecycle: { draining: false } } });
+  });
+
+  it('exposes metrics that move with the work done', async () => {
+    const before = await scrape();
+    const orphan = unique('NoWorkerHere');
+    await dispatch(orphan);
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+    const ids = await Promise.all(Array.from({ length: 5 }, () => engine.dispatch('Sequential', ['m'])));
+    for (const id of ids) await engine.waitForState(id);
+
+    const after = await waitFor(
+      async () => {
+        const text = await scrape();
+        return metric(text, 'baton_long_polls_parked') >= 1 && metric(text, 'baton_workflows_total', { outcome: 'completed' }) >= 5 ? text : null;
+      },
+      { description: 'parked polls and completed workflows in /metrics', timeoutMs: 15_000 },
+    );
+    const grew = (name: string, labels: Record<string, string> = {}) => {
+      const b = metric(before, name, labels);
+      return metric(after, name, labels) - (Number.isNaN(b) ? 0 : b);
+    };
+    expect(grew('baton_graphql_operation_duration_seconds_count', { operation: 'dispatchWorkflow', type: 'mutation', outcome: 'ok' })).toBeGreaterThanOrEqual(6);
+    expect(grew('baton_graphql_operation_duration_seconds_count', { operation: 'pollWork' })).toBeGreaterThan(0);
+    expect(grew('baton_http_request_duration_seconds_count', { route: '/graphql', method: 'POST' })).toBeGreaterThan(6);
+    expect(grew('baton_store_appends_total', { store: 'sqlite', result: 'ok' })).toBeGreaterThan(10);
+    expect(grew('baton_store_events_appended_total')).toBeGreaterThan(10);
+    expect(grew('baton_store_commit_batch_size_count')).toBeGreaterThan(0);
+    expect(grew('baton_decisions_total', { outcome: 'completed' })).toBeGreaterThanOrEqual(10);
+    expect(grew('baton_task_attempts_total', { outcome: 'completed' })).toBeGreaterThanOrEqual(10);
+    expect(grew('baton_workflows_total', { outcome: 'dispatched' })).toBeGreaterThanOrEqual(6);
+    // Work no worker serves waits, and says how long.
+    expect(metric(after, 'baton_queue_depth', { kind: 'decision', name: orphan, environment })).toBe(1);
+    expect(metric(after, 'baton_queue_oldest_seconds', { kind: 'decision', name: orphan })).toBeGreaterThan(0);
+    expect(metric(after, 'baton_queue_depth', { name: 'Sequential', environment })).toBeNaN();
+    expect(metric(after, 'baton_projection_lag_events')).toBeGreaterThanOrEqual(0);
+    expect(metric(after, 'baton_projection_lag_seconds')).toBeGreaterThanOrEqual(0);
+    expect(metric(after, 'baton_ready')).toBe(1);
+    expect(metric(after, 'baton_process_cpu_seconds_total')).toBeGreaterThan(0);
+  });
+
+  it('does not trace unless an OTLP endpoint is configured', () => {
+    expect(service.output()).not.toContain('OpenTelemetry tracing on');
+  });
+});
+
+describe('metrics behind METRICS_TOKEN, and tracing on', () => {
+  let service: Service;
+  beforeAll(async () => {
+    service = await startService({ env: { METRICS_TOKEN: 'scrape-secret', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', LOG_LEVEL: 'info' } });
+  });
+  afterAll(() => service?.stop());
+
+  it('asks for the metrics token when one is set', async () => {
+    expect((await fetch(`${service.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${service.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const ok = await fetch(`${service.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toContain('baton_store_appends_total');
+  });
+
+  it('starts tracing when OTEL_EXPORTER_OTLP_ENDPOINT is set, and still serves requests', async () => {
+    expect(service.output()).toContain('OpenTelemetry tracing on, exporting to http://127.0.0.1:9');
+    const { status, body } = await service.gql('{ __typename }');
+    expect(status).toBe(200);
+    expect(body.data).toEqual({ __typename: 'Query' });
+  });
+});

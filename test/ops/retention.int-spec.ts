@@ -1,0 +1,73 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import Database from 'better-sqlite3';
+import { Engine, unique } from '../engine/engine-helpers.js';
+import { Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+import { FixtureWorker, startWorker } from '../support/worker.js';
+
+const rowsOf = (storeUrl: string, workflowId: string): number => {
+  const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM events WHERE stream_id = ?').get(`workflow-${workflowId}`) as { n: number }).n;
+  } finally {
+    db.close();
+  }
+};
+
+describe('retention (RETENTION_DAYS)', () => {
+  const running: Array<Service | FixtureWorker> = [];
+  afterAll(async () => {
+    for (const r of running.reverse()) await r.stop();
+  });
+
+  it('deletes finished workflows past the age from the store and the read models, and keeps running ones', async () => {
+    // 0.00003 days = 2.6 s; the job runs every 300 ms.
+    const env = { RETENTION_DAYS: '0.00003', RETENTION_SWEEP_MS: '300', LOG_LEVEL: 'info' };
+    const service = await startService({ env });
+    running.push(service);
+    const environment = unique('retention');
+    const worker = await startWorker({ url: service.url, token: service.token, environment });
+    running.push(worker);
+    const engine = new Engine(service, environment);
+    const finished = await Promise.all(Array.from({ length: 4 }, (_, i) => engine.dispatch('Sequential', [`r${i}`])));
+    for (const id of finished) await engine.waitForState(id);
+    const waiting = await engine.dispatch('Waiter', ['never', 600_000]);
+    await engine.waitForHistory(waiting, (h) => h.some((e) => e.type === 'DecisionCompleted'), 'the waiter to park');
+    expect(rowsOf(service.storeUrl, finished[0])).toBeGreaterThan(0);
+
+    await waitFor(async () => (await Promise.all(finished.map((id) => engine.client.workflow('demo', environment, id)))).every((w) => w === null), {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+      description: 'the finished workflows to be gone from the read model',
+    });
+    for (const id of finished) expect(rowsOf(service.storeUrl, id)).toBe(0);
+    expect((await engine.workflow(waiting)).state).toBe('RUNNING');
+    expect(rowsOf(service.storeUrl, waiting)).toBeGreaterThan(0);
+    const list = await service.gql<{ workflows: { totalCount: number } }>(
+      'query($e: String!) { workflows(filter: { appId: "demo", environment: $e }) { totalCount } }',
+      { e: environment },
+    );
+    expect(list.body.data?.workflows.totalCount).toBe(1);
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/^baton_retention_workflows_deleted_total [4-9]/m);
+    await waitFor(() => /deleting finished workflows older than 0.00003 days/.test(service.output()), { description: 'the retention log line' });
+
+    // After a restart (retention off) they stay gone, and the running one is still there.
+    await worker.stop();
+    await service.stop();
+    const again = await startService({ storeUrl: service.storeUrl });
+    running.push(again);
+    const after = new Engine(again, environment, service.token);
+    for (const id of finished) expect(await after.client.workflow('demo', environment, id)).toBeNull();
+    expect((await after.workflow(waiting)).state).toBe('RUNNING');
+  });
+
+  it('is off by default', async () => {
+    const service = await startService({ env: { LOG_LEVEL: 'info' } });
+    running.push(service);
+    await waitFor(() => /listening on/.test(service.output()), { description: 'the start-up log' });
+    expect(service.output()).not.toMatch(/deleting finished workflows/);
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/^baton_retention_workflows_deleted_total 0$/m);
+  });
+});
