@@ -4,13 +4,15 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { createEventStore } from '../event-store/create-event-store.js';
 import { type EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
+import { DEFAULT_ROLE, TOKEN_ROLES, isTokenRole } from '../tokens/roles.js';
 import { historyCommand, replayCommand } from './history-commands.js';
 import { workerCommand } from './worker-command.js';
 
 const USAGE = `Usage: npm run baton -- <command>
 
   tokens create --app <appId> [--app <appId>...] [--env <environment>...] [--label <text>]
-                          issue a token; it is printed once, on the last line
+                [--role admin|operator|read-only|worker]
+                          issue a token (default role admin); it is printed once, on the last line
   tokens list             list tokens (id, scope, state); never the secrets
   tokens revoke <tokenId> revoke a token on every instance
   worker <module> --token <t> --app <appId> --env <environment> [--url <url>] [--concurrency <n>]
@@ -51,18 +53,23 @@ async function tokens(store: EventStore, action: string | undefined, args: strin
     case 'create': {
       const { values } = parseArgs({
         args,
-        options: { app: { type: 'string', multiple: true }, env: { type: 'string', multiple: true }, label: { type: 'string' } },
+        options: { app: { type: 'string', multiple: true }, env: { type: 'string', multiple: true }, label: { type: 'string' }, role: { type: 'string' } },
       });
+      const role = values.role ?? DEFAULT_ROLE;
+      if (!isTokenRole(role)) {
+        process.stderr.write(`tokens create: --role must be one of ${TOKEN_ROLES.join(', ')}\n`);
+        return 2;
+      }
       if (!values.app?.length) {
         process.stderr.write('tokens create needs --app <appId>\n');
         return 2;
       }
-      const { tokenId, token } = await createToken(store, { apps: values.app, environments: values.env ?? null, label: values.label ?? null, actor: 'cli' });
-      process.stdout.write(`Token ${tokenId} for app ${values.app.join(', ')}${values.env ? ` (environments ${values.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
+      const { tokenId, token } = await createToken(store, { apps: values.app, environments: values.env ?? null, label: values.label ?? null, role, actor: 'cli' });
+      process.stdout.write(`Token ${tokenId} (${role}) for app ${values.app.join(', ')}${values.env ? ` (environments ${values.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
       return 0;
     }
     case 'list': {
-      const rows = new Map<string, { apps: string[]; environments: string[] | null; label: string | null; createdAt: string; revoked: boolean }>();
+      const rows = new Map<string, { apps: string[]; environments: string[] | null; label: string | null; role: string; createdAt: string; revoked: boolean }>();
       let after: bigint | undefined;
       for (;;) {
         const page = await store.readAll({ after, maxCount: 1000 });
@@ -70,12 +77,12 @@ async function tokens(store: EventStore, action: string | undefined, args: strin
         for (const e of page) {
           after = e.position;
           const data = e.data as Record<string, never>;
-          if (e.type === 'ApiTokenCreated') rows.set(data.tokenId, { apps: data.apps, environments: data.environments, label: data.label, createdAt: data.createdAt, revoked: false });
+          if (e.type === 'ApiTokenCreated') rows.set(data.tokenId, { apps: data.apps, environments: data.environments, label: data.label, role: data.role ?? DEFAULT_ROLE, createdAt: data.createdAt, revoked: false });
           if (e.type === 'ApiTokenRevoked' && rows.has(data.tokenId)) rows.get(data.tokenId)!.revoked = true;
         }
       }
       for (const [id, t] of rows) {
-        process.stdout.write(`${id}  ${t.revoked ? 'revoked' : 'active '}  apps=${t.apps.join(',')}  envs=${t.environments?.join(',') ?? '*'}  created=${t.createdAt}${t.label ? `  label=${t.label}` : ''}\n`);
+        process.stdout.write(`${id}  ${t.revoked ? 'revoked' : 'active '}  role=${t.role}  apps=${t.apps.join(',')}  envs=${t.environments?.join(',') ?? '*'}  created=${t.createdAt}${t.label ? `  label=${t.label}` : ''}\n`);
       }
       return 0;
     }

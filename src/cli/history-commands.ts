@@ -1,6 +1,7 @@
 import type { EventStore } from '../event-store/event-store.port.js';
 import { NonDeterminismError } from '../sdk/errors.js';
 import { type HistoryEvent, WorkflowReplay } from '../sdk/workflow-context.js';
+import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { loadDefinitions } from './worker-command.js';
 
 async function readWorkflow(store: EventStore, workflowId: string): Promise<HistoryEvent[]> {
@@ -39,7 +40,7 @@ export async function replayCommand(store: EventStore, modulePath: string | unde
     process.stderr.write('usage: baton replay <module> <workflowId>\n');
     return 2;
   }
-  const history = await readWorkflow(store, workflowId);
+  const history = replayableHistory(await readWorkflow(store, workflowId));
   if (history.length === 0) {
     process.stderr.write(`no workflow ${workflowId} in this store\n`);
     return 1;

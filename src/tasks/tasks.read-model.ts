@@ -72,7 +72,7 @@ export class TasksReadModel {
   }
 }
 
-@Projection(['TaskDispatched', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'])
+@Projection(['TaskDispatched', 'TaskRetried', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'])
 export class TasksProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly model: TasksReadModel) {}
 
@@ -83,6 +83,11 @@ export class TasksProjection implements IEventHandler<StoredEvent> {
     switch (stored.type) {
       case 'TaskDispatched':
         return this.model.dispatched(id, stored.data as TaskDispatchedData, recordedAt);
+      case 'TaskRetried':
+        return this.model.update(id, recordedAt, (v) => {
+          v.status = 'pending';
+          v.attempts = 0;
+        });
       case 'TaskStarted':
         return this.model.update(id, recordedAt, (v) => {
           v.status = 'running';

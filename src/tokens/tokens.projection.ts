@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { IEventHandler } from '@nestjs/cqrs';
 import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { TOKEN_EVENT_TYPES, TokenEvent } from './domain/token.decider.js';
+import { DEFAULT_ROLE, TokenRole } from './roles.js';
 import { parseToken, secretMatches } from './token-secrets.js';
 
 export interface TokenView {
@@ -9,6 +10,7 @@ export interface TokenView {
   apps: string[];
   environments: string[] | null;
   label: string | null;
+  role: TokenRole;
   createdAt: string;
   revokedAt: string | null;
   secretHash: string;
@@ -19,6 +21,8 @@ export interface Principal {
   tokenId: string;
   apps: string[];
   environments: string[] | null;
+  /** What the token may do (see roles.ts). */
+  role: TokenRole;
 }
 
 /** Every token's hash and scope, for authenticating requests on this instance. */
@@ -31,7 +35,7 @@ export class TokensReadModel {
     if (!parsed) return null;
     const view = this.tokens.get(parsed.tokenId);
     if (!view || view.revokedAt !== null || !secretMatches(parsed.secret, view.secretHash)) return null;
-    return { tokenId: view.tokenId, apps: view.apps, environments: view.environments };
+    return { tokenId: view.tokenId, apps: view.apps, environments: view.environments, role: view.role };
   }
 
   get activeCount(): number {
@@ -49,7 +53,7 @@ export class TokensProjection implements IEventHandler<StoredEvent> {
     const event = { type: stored.type, data: stored.data } as TokenEvent;
     switch (event.type) {
       case 'ApiTokenCreated':
-        this.model.tokens.set(event.data.tokenId, { ...event.data, revokedAt: null });
+        this.model.tokens.set(event.data.tokenId, { ...event.data, role: event.data.role ?? DEFAULT_ROLE, revokedAt: null });
         return;
       case 'ApiTokenRevoked': {
         const view = this.model.tokens.get(event.data.tokenId);

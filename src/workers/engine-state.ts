@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { IEventHandler } from '@nestjs/cqrs';
 import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
-import { TaskEvent, TaskState, taskDecider, taskNextDueAt } from '../tasks/domain/task.decider.js';
+import { TASK_EVENT_TYPES, TaskEvent, TaskState, taskDecider, taskNextDueAt } from '../tasks/domain/task.decider.js';
 import { ATTEMPT_EVENT_TYPES, isClaimable } from '../tasks/domain/task-attempts.js';
 import {
   ExistingWorkflow,
@@ -77,7 +77,8 @@ export class EngineState {
     if (current.status === 'none' && event.type !== 'WorkflowDispatched') return;
     const next = workflowDecider.evolve(current, event);
     if (next.status === 'none') return;
-    if (FINAL_STATUSES.has(next.status)) this.workflows.delete(id);
+    // Failed workflows are kept (not indexed: nothing is claimable) so that a retry can resume them.
+    if (FINAL_STATUSES.has(next.status) && next.status !== 'failed') this.workflows.delete(id);
     else this.workflows.set(id, next);
     this.reindexWorkflow(id);
   }
@@ -87,8 +88,8 @@ export class EngineState {
     if (current.status === 'none' && event.type !== 'TaskDispatched') return;
     const next = taskDecider.evolve(current, event);
     if (next.status === 'none') return;
-    const final = next.attempt.status === 'completed' || next.attempt.status === 'failed';
-    if (final) this.tasks.delete(id);
+    // Failed tasks are kept (not claimable) so that retryTask can give them a fresh round.
+    if (next.attempt.status === 'completed') this.tasks.delete(id);
     else this.tasks.set(id, next);
     this.reindexTask(id);
   }
@@ -231,7 +232,7 @@ export class EngineState {
   }
 }
 
-@Projection([...WORKFLOW_EVENT_TYPES, 'TaskDispatched', ...ATTEMPT_EVENT_TYPES])
+@Projection([...WORKFLOW_EVENT_TYPES, ...TASK_EVENT_TYPES, ...ATTEMPT_EVENT_TYPES])
 export class EngineProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly engine: EngineState) {}
 

@@ -9,6 +9,7 @@ import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
 import { FINAL_STATUSES, WorkflowEventData, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { parseRef } from './work-refs.js';
 import {
@@ -93,10 +94,11 @@ export class EngineService {
     );
     const started = result.events[0].data as WorkflowEventData['DecisionStarted'];
     const dispatched = result.history[0].data as WorkflowEventData['WorkflowDispatched'];
-    const history = [
+    // After a retry, the code replays the history as if the failure never happened (workflow-retry.ts).
+    const history = replayableHistory([
       ...result.history.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data })),
       { revision: result.history.length, type: 'DecisionStarted', data: started },
-    ];
+    ]);
     return {
       kind: WorkKind.DECISION,
       ref,

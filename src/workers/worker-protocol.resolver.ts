@@ -4,12 +4,14 @@ import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
 import { HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
+import { Requires } from '../tokens/roles.js';
 
 /** The worker protocol, on the same endpoint and tokens as the control API. */
 @Resolver()
 export class WorkerProtocolResolver {
   constructor(private readonly engine: EngineService) {}
 
+  @Requires('worker')
   @Mutation(() => [WorkItem], {
     description:
       'Long-polls for work: claims up to `maxItems` decisions and task attempts for the names this worker serves, each under a lease. Answers as soon as anything was claimed; with nothing to claim it waits up to `waitMs`, then answers with an empty list.',
@@ -32,6 +34,7 @@ export class WorkerProtocolResolver {
     }
   }
 
+  @Requires('worker')
   @Mutation(() => ReportWorkResult, {
     description: 'Reports the outcomes of claimed work items (decision commands or failures, task results or errors), several per request.',
   })
@@ -40,6 +43,7 @@ export class WorkerProtocolResolver {
     return this.engine.report(input);
   }
 
+  @Requires('worker')
   @Mutation(() => [HeartbeatResult], {
     description: 'Extends the leases of running task attempts; answers, for each, whether the worker should stop it (workflow terminated, lease lost).',
   })

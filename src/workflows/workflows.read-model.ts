@@ -116,6 +116,12 @@ export class WorkflowsReadModel {
       case 'WorkflowFailed':
         view.error = event.data.error;
         return this.setStatus(view, 'failed', at);
+      case 'WorkflowRetried':
+        if (view.status !== 'failed') return;
+        view.status = 'running';
+        view.error = null;
+        view.updatedAt = at;
+        return this.index(view, true);
       default:
         view.updatedAt = at;
     }
@@ -148,7 +154,7 @@ function toggle(index: Map<string, Set<string>>, k: string, id: string, add: boo
   }
 }
 
-@Projection(['WorkflowDispatched', 'DecisionStarted', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
+@Projection(['WorkflowDispatched', 'DecisionStarted', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed', 'WorkflowRetried'])
 export class WorkflowsProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly model: WorkflowsReadModel) {}
 

@@ -10,6 +10,7 @@ import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { ScheduleConnection, ScheduleStatusValue, ScheduleType, toScheduleType } from '../schedule.types.js';
 import { SchedulesReadModel } from '../schedules.read-model.js';
+import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which schedules to list.' })
 export class ScheduleFilterInput extends AppScopedInput {
@@ -37,6 +38,7 @@ export class ScheduleQueriesResolver {
     @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 
+  @Requires('read')
   @Query(() => ScheduleType, { nullable: true, description: 'One schedule by id (null when the app has no such schedule).' })
   schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): ScheduleType | null {
     assertScope(principal, args.appId, args.environment);
@@ -44,6 +46,7 @@ export class ScheduleQueriesResolver {
     return view ? toScheduleType(view, this.model) : null;
   }
 
+  @Requires('read')
   @Query(() => ScheduleConnection, { description: 'Schedules of an app and environment, oldest first, filtered and paginated.' })
   schedules(@CurrentPrincipal() principal: Principal, @Args() args: SchedulesArgs): ScheduleConnection {
     const { filter } = args;
@@ -53,6 +56,7 @@ export class ScheduleQueriesResolver {
     return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
   }
 
+  @Requires('read')
   @Query(() => [HistoryEvent], {
     description: "Every event of a schedule's history, in order, as stored: creation, each occurrence fired, skipped or buffered, pauses, resumes, triggers, deletion.",
   })

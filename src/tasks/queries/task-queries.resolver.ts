@@ -5,6 +5,7 @@ import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { TaskConnection, TaskState, TaskType, toTaskType } from '../task.types.js';
 import { TasksReadModel } from '../tasks.read-model.js';
+import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which tasks to list.' })
 export class TaskFilterInput extends AppScopedInput {
@@ -28,6 +29,7 @@ class TasksArgs extends PageArgs {
 export class TaskQueriesResolver {
   constructor(private readonly readModel: TasksReadModel) {}
 
+  @Requires('read')
   @Query(() => TaskType, { nullable: true, description: 'One standalone task by id (null when the app has no such task).' })
   task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): TaskType | null {
     assertScope(principal, args.appId, args.environment);
@@ -35,6 +37,7 @@ export class TaskQueriesResolver {
     return view ? toTaskType(view) : null;
   }
 
+  @Requires('read')
   @Query(() => TaskConnection, { description: 'Standalone tasks of an app and environment, oldest first.' })
   tasks(@CurrentPrincipal() principal: Principal, @Args() args: TasksArgs): TaskConnection {
     assertScope(principal, args.filter.appId, args.filter.environment);

@@ -53,6 +53,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   WorkflowTerminated: { reason: string | null };
   WorkflowCompleted: { result: Json };
   WorkflowFailed: { error: TaskError };
+  /** A failed workflow is running again; the listed tasks (whose failure failed it) run again. */
+  WorkflowRetried: { resetTasks: number[]; retriedAt: string };
 }
 
 export type WorkflowEventType = keyof WorkflowEventData;
@@ -86,6 +88,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'WorkflowTerminated',
   'WorkflowCompleted',
   'WorkflowFailed',
+  'WorkflowRetried',
 ] as const satisfies ReadonlyArray<WorkflowEventType>;
 
 export type WorkflowStatus = 'running' | 'paused' | 'completed' | 'failed' | 'terminated';
@@ -162,7 +165,9 @@ export type WorkflowCommand =
   | { type: 'CompleteTask'; seq: number; attemptId: string; result: Json }
   | { type: 'FailTask'; seq: number; attemptId: string; error: TaskError; now: number }
   | { type: 'ResolveChild'; seq: number; childId: string; outcome: { ok: true; result: Json } | { ok: false; error: TaskError } }
-  | { type: 'RecordControlApplied'; seq: number; matched: number; changed: number };
+  | { type: 'RecordControlApplied'; seq: number; matched: number; changed: number }
+  /** `resetTasks`: the failed tasks the failing decision saw (see workflow-retry.ts); others stay failed. */
+  | { type: 'RetryWorkflow'; resetTasks: number[]; now: number };
 
 const MAX_DECISION_RETRY_MS = 60_000;
 
@@ -309,6 +314,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'RecordControlApplied':
         return [{ type: 'ControlApplied', data: { seq: command.seq, matched: command.matched, changed: command.changed } }];
 
+      case 'RetryWorkflow': {
+        if (state.status !== 'failed') return [];
+        const resetTasks = command.resetTasks.filter((seq) => state.tasks[seq]?.attempt.status === 'failed');
+        return [{ type: 'WorkflowRetried', data: { resetTasks, retriedAt: iso(command.now) } }];
+      }
+
       case 'ResolveChild': {
         const child = state.children[command.seq];
         if (!child || child.childId !== command.childId || child.status !== 'started') return [];
@@ -417,6 +428,11 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, status: 'completed', needsDecision: false };
       case 'WorkflowFailed':
         return { ...state, status: 'failed', needsDecision: false };
+      case 'WorkflowRetried': {
+        const tasks = { ...state.tasks };
+        for (const seq of event.data.resetTasks) if (tasks[seq]) tasks[seq] = { ...tasks[seq], attempt: initialAttemptState() };
+        return { ...state, status: 'running', needsDecision: true, decision: null, decisionFailures: 0, decisionRetryAt: 0, tasks };
+      }
       case 'TaskDispatchRequested':
       case 'ControlRequested':
       case 'ControlApplied':

@@ -9,6 +9,7 @@ import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from '../workflow.types.js';
 import { WorkflowsReadModel } from '../workflows.read-model.js';
+import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which workflows to list.' })
 export class WorkflowFilterInput extends AppScopedInput {
@@ -40,6 +41,7 @@ export class WorkflowQueriesResolver {
     @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 
+  @Requires('read')
   @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
   workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): WorkflowType | null {
     assertScope(principal, args.appId, args.environment);
@@ -47,6 +49,7 @@ export class WorkflowQueriesResolver {
     return view ? toWorkflowType(view) : null;
   }
 
+  @Requires('read')
   @Query(() => WorkflowConnection, { description: 'Workflows of an app and environment, oldest first, filtered and paginated.' })
   workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs): WorkflowConnection {
     const { filter } = args;
@@ -55,6 +58,7 @@ export class WorkflowQueriesResolver {
     return { ...page, nodes: page.nodes.map(toWorkflowType) };
   }
 
+  @Requires('read')
   @Query(() => [HistoryEvent], { description: 'Every event of a workflow\'s history, in order, as stored.' })
   async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
