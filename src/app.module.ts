@@ -9,6 +9,8 @@ import { ExplorerModule } from './explorer/explorer.module.js';
 import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
 import { queryLimitsRule } from './graphql/query-limits.js';
+import { AuditModule } from './audit/audit.module.js';
+import { FailuresModule } from './failures/failures.module.js';
 import { HealthController } from './health/health.controller.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
@@ -57,6 +59,8 @@ export class AppModule {
         TasksModule,
         WorkersModule,
         SchedulesModule,
+        FailuresModule,
+        AuditModule,
         ExplorerModule,
         ...(extra ?? []),
       ],

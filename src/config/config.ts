@@ -25,6 +25,8 @@ export interface BatonConfig {
   leaseMs: number;
   /** Most missed schedule time that is still fired on start. */
   scheduleCatchUpMs: number;
+  /** A worker not seen (poll, report, heartbeat) for this long is listed as disconnected. */
+  workerGoneMs: number;
   /** Create a token for app `demo` on a store that has none. */
   bootstrapToken: boolean;
 }
@@ -93,6 +95,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxPayloadBytes: int('MAX_PAYLOAD_BYTES', 256 * 1024, 2, 16 * 1024 * 1024),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
+    workerGoneMs: int('WORKER_GONE_MS', 30_000, 100, 3_600_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -199,6 +199,13 @@ export class EngineState {
     return found;
   }
 
+  /** How many decisions (by base workflow name) and task attempts (by task name) are claimable now in a scope. */
+  waiting(appId: string, environment: string): { decisions: Map<string, number>; tasks: Map<string, number> } {
+    const index = this.scopes.get(scopeKey(appId, environment));
+    const count = (m: Map<string, Set<string>> | undefined) => new Map([...(m ?? [])].filter(([, s]) => s.size > 0).map(([name, s]) => [name, s.size]));
+    return { decisions: count(index?.decisions), tasks: count(index?.tasks) };
+  }
+
   /** Resolves when work for these names may have arrived, or after `timeoutMs`. */
   waitForWork(appId: string, environment: string, workflows: string[], tasks: string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
     const index = this.scope(scopeKey(appId, environment));

@@ -3,13 +3,17 @@ import type { FastifyRequest } from 'fastify';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
+import { WorkerRegistry } from './worker-registry.js';
 import { HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
 import { Requires } from '../tokens/roles.js';
 
 /** The worker protocol, on the same endpoint and tokens as the control API. */
 @Resolver()
 export class WorkerProtocolResolver {
-  constructor(private readonly engine: EngineService) {}
+  constructor(
+    private readonly engine: EngineService,
+    private readonly registry: WorkerRegistry,
+  ) {}
 
   @Requires('worker')
   @Mutation(() => [WorkItem], {
@@ -27,9 +31,11 @@ export class WorkerProtocolResolver {
     const socket = req?.raw.socket;
     const onClose = () => gone.abort();
     socket?.once('close', onClose);
+    const ended = this.registry.polling(input);
     try {
       return await this.engine.poll(input, gone.signal);
     } finally {
+      ended();
       socket?.off('close', onClose);
     }
   }
@@ -40,6 +46,7 @@ export class WorkerProtocolResolver {
   })
   reportWork(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput): Promise<ReportWorkResult> {
     assertScope(principal, input.appId, input.environment);
+    this.registry.seen(input);
     return this.engine.report(input);
   }
 
@@ -49,6 +56,7 @@ export class WorkerProtocolResolver {
   })
   heartbeat(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The worker and the running task attempts whose leases to extend.' }) input: HeartbeatInput): Promise<HeartbeatResult[]> {
     assertScope(principal, input.appId, input.environment);
+    this.registry.seen(input);
     return this.engine.heartbeat(input);
   }
 }

@@ -28,6 +28,10 @@ export interface WorkflowFilter {
   name?: string | null;
   tag?: string | null;
   status?: WorkflowStatus | null;
+  parentId?: string | null;
+  scheduleId?: string | null;
+  createdAfter?: Date | null;
+  createdBefore?: Date | null;
 }
 
 const key = (...parts: string[]) => parts.join('\u0000');
@@ -58,12 +62,25 @@ export class WorkflowsReadModel {
 
   list(filter: WorkflowFilter): WorkflowView[] {
     const all = this.byScope.get(key(filter.appId, filter.environment)) ?? [];
+    const after = filter.createdAfter?.getTime();
+    const before = filter.createdBefore?.getTime();
     return all.filter(
       (w) =>
         (filter.name == null || w.name === filter.name || baseName(w.name) === filter.name) &&
         (filter.tag == null || w.tag === filter.tag) &&
-        (filter.status == null || w.status === filter.status),
+        (filter.status == null || w.status === filter.status) &&
+        (filter.parentId == null || w.parentId === filter.parentId) &&
+        (filter.scheduleId == null || w.scheduleId === filter.scheduleId) &&
+        (after === undefined || w.createdAt.getTime() >= after) &&
+        (before === undefined || w.createdAt.getTime() < before),
     );
+  }
+
+  /** How many workflows of the filter (its state aside) are in each state. */
+  countByStatus(filter: WorkflowFilter): Map<WorkflowStatus, number> {
+    const counts = new Map<WorkflowStatus, number>();
+    for (const w of this.list({ ...filter, status: null })) counts.set(w.status, (counts.get(w.status) ?? 0) + 1);
+    return counts;
   }
 
   get size(): number {

@@ -1,6 +1,7 @@
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
+import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { IsEnum, IsOptional, IsString } from 'class-validator';
+import { compileCron, nextOccurrence } from '../domain/cron.js';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
@@ -54,6 +55,24 @@ export class ScheduleQueriesResolver {
     const views = this.model.list({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state });
     const page = paginate(views, args.first ?? 50, args.after);
     return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
+  }
+
+  @ResolveField(() => [Date], { description: 'The next occurrences of the cron expression in its time zone, from now (empty when the schedule is not ACTIVE).' })
+  upcomingFirings(
+    @Parent() schedule: ScheduleType,
+    @Args('count', { type: () => Int, nullable: true, description: 'How many (default 5, at most 50).' }) count?: number,
+  ): Date[] {
+    if (schedule.state !== ScheduleStatusValue.ACTIVE) return [];
+    const compiled = compileCron(schedule.cron, schedule.timezone);
+    const firings: Date[] = [];
+    let after = Date.now();
+    for (let i = 0; i < Math.min(Math.max(count ?? 5, 1), 50); i++) {
+      const next = nextOccurrence(compiled, after);
+      if (next === null) break;
+      firings.push(new Date(next));
+      after = next;
+    }
+    return firings;
   }
 
   @Requires('read')

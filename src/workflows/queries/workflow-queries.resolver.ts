@@ -1,6 +1,6 @@
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
-import { IsOptional, IsString } from 'class-validator';
+import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
+import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
@@ -26,12 +26,73 @@ export class WorkflowFilterInput extends AppScopedInput {
   @Field(() => WorkflowState, { nullable: true, description: 'Only workflows in this state.' })
   @IsOptional()
   state?: WorkflowState;
+
+  @Field(() => ID, { nullable: true, description: 'Only the children of this workflow.' })
+  @IsOptional()
+  @IsString()
+  parentId?: string;
+
+  @Field(() => ID, { nullable: true, description: 'Only workflows this schedule dispatched.' })
+  @IsOptional()
+  @IsString()
+  scheduleId?: string;
+
+  @Field(() => Date, { nullable: true, description: 'Only workflows dispatched at or after this time.' })
+  @IsOptional()
+  @IsDate()
+  createdAfter?: Date;
+
+  @Field(() => Date, { nullable: true, description: 'Only workflows dispatched before this time.' })
+  @IsOptional()
+  @IsDate()
+  createdBefore?: Date;
 }
 
 @ArgsType()
 class WorkflowsArgs extends PageArgs {
-  @Field(() => WorkflowFilterInput, { description: 'App, environment and optional name, tag and state.' })
+  @Field(() => WorkflowFilterInput, { description: 'App, environment and optional name, tag, state, parent, schedule and time range.' })
   filter: WorkflowFilterInput;
+
+  @Field({ nullable: true, description: 'Newest first instead of oldest first (default false).' })
+  @IsOptional()
+  @IsBoolean()
+  newestFirst?: boolean;
+}
+
+@ArgsType()
+class WorkflowCountsArgs {
+  @Field(() => WorkflowFilterInput, { description: 'The workflows to count (their `state` filter is ignored: every state is counted).' })
+  filter: WorkflowFilterInput;
+}
+
+@ArgsType()
+class WorkflowActivityArgs extends AppScopedInput {
+  @Field(() => Int, { nullable: true, description: 'How many minutes back, up to now (default 60, at most 1440).' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1440)
+  minutes?: number;
+}
+
+@ObjectType('WorkflowStateCount', { description: 'How many workflows are in one state.' })
+export class WorkflowStateCount {
+  @Field(() => WorkflowState, { description: 'The state.' })
+  state: WorkflowState;
+  @Field(() => Int, { description: 'How many workflows of the filter are in it.' })
+  count: number;
+}
+
+@ObjectType('WorkflowActivityBucket', { description: 'Workflows started, completed and failed in one minute.' })
+export class WorkflowActivityBucket {
+  @Field({ description: 'Start of the minute.' })
+  at: Date;
+  @Field(() => Int, { description: 'Workflows dispatched in that minute.' })
+  started: number;
+  @Field(() => Int, { description: 'Workflows that completed in that minute.' })
+  completed: number;
+  @Field(() => Int, { description: 'Workflows that failed in that minute (and are still failed).' })
+  failed: number;
 }
 
 @Resolver(() => WorkflowType)
@@ -54,8 +115,37 @@ export class WorkflowQueriesResolver {
   workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs): WorkflowConnection {
     const { filter } = args;
     assertScope(principal, filter.appId, filter.environment);
-    const page = paginate(this.readModel.list({ ...filter, status: filter.state }), args.first ?? 50, args.after);
+    const listed = this.readModel.list({ ...filter, status: filter.state });
+    const page = paginate(args.newestFirst ? listed.reverse() : listed, args.first ?? 50, args.after);
     return { ...page, nodes: page.nodes.map(toWorkflowType) };
+  }
+
+  @Requires('read')
+  @Query(() => [WorkflowStateCount], { description: 'How many workflows of the filter are in each state (every state listed, zeros included).' })
+  workflowCounts(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowCountsArgs): WorkflowStateCount[] {
+    assertScope(principal, args.filter.appId, args.filter.environment);
+    const counts = this.readModel.countByStatus({ ...args.filter, status: null });
+    return Object.values(WorkflowState).map((state) => ({ state, count: counts.get(state) ?? 0 }));
+  }
+
+  @Requires('read')
+  @Query(() => [WorkflowActivityBucket], { description: 'Workflows started, completed and failed per minute over the last `minutes`, oldest minute first.' })
+  workflowActivity(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowActivityArgs): WorkflowActivityBucket[] {
+    assertScope(principal, args.appId, args.environment);
+    const minutes = args.minutes ?? 60;
+    const end = Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
+    const start = end - minutes * 60_000;
+    const buckets = Array.from({ length: minutes }, (_, i) => ({ at: new Date(start + i * 60_000), started: 0, completed: 0, failed: 0 }));
+    const bucket = (t: number) => (t >= start && t < end ? buckets[Math.floor((t - start) / 60_000)] : undefined);
+    for (const w of this.readModel.list({ appId: args.appId, environment: args.environment })) {
+      const b = bucket(w.createdAt.getTime());
+      if (b) b.started++;
+      if (w.status === 'completed' || w.status === 'failed') {
+        const e = bucket(w.updatedAt.getTime());
+        if (e) e[w.status]++;
+      }
+    }
+    return buckets;
   }
 
   @Requires('read')

@@ -1,8 +1,9 @@
 import { Inject } from '@nestjs/common';
-import { Args, InputType, Mutation, Resolver } from '@nestjs/graphql';
+import { Args, Field, ID, InputType, Mutation, Resolver } from '@nestjs/graphql';
+import { IsString, MaxLength } from 'class-validator';
 import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { DeciderRunner } from '../../../event-store/decider-runner.js';
-import { AppScopedIdArgs } from '../../../graphql/common.types.js';
+import { AppScopedInput } from '../../../graphql/common.types.js';
 import { CLOCK, type Clock } from '../../../shared/clock.js';
 import { contextFor } from '../../../shared/command-context.js';
 import { NotFoundError } from '../../../shared/errors.js';
@@ -15,7 +16,12 @@ import { TaskType, toTaskType } from '../../task.types.js';
 import { TasksReadModel } from '../../tasks.read-model.js';
 
 @InputType({ description: 'The failed standalone task to run again.' })
-export class RetryTaskInput extends AppScopedIdArgs {}
+export class RetryTaskInput extends AppScopedInput {
+  @Field(() => ID, { description: 'Id of the failed task (dispatchTask returned it).' })
+  @IsString()
+  @MaxLength(64)
+  id: string;
+}
 
 export class RetryTask {
   constructor(readonly principal: Principal, readonly input: RetryTaskInput) {}
