@@ -10,6 +10,7 @@ import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
 import { queryLimitsRule } from './graphql/query-limits.js';
 import { AuditModule } from './audit/audit.module.js';
+import { DashboardModule } from './dashboard/dashboard.controller.js';
 import { FailuresModule } from './failures/failures.module.js';
 import { HealthController } from './health/health.controller.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
@@ -62,6 +63,7 @@ export class AppModule {
         FailuresModule,
         AuditModule,
         ExplorerModule,
+        DashboardModule,
         ...(extra ?? []),
       ],
       controllers: [HealthController],
