@@ -15,6 +15,9 @@ import { HealthModule } from './health/health.module.js';
 import { loggingModule } from './observability/logging.js';
 import { MetricsModule } from './observability/metrics.module.js';
 import { RetentionModule } from './retention/retention.module.js';
+import { AuditModule } from './audit/audit.module.js';
+import { DashboardModule } from './dashboard/dashboard.controller.js';
+import { FailuresModule } from './failures/failures.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
@@ -69,9 +72,12 @@ export class AppModule {
         TasksModule,
         WorkersModule,
         SchedulesModule,
+        FailuresModule,
+        AuditModule,
         ExplorerModule,
         MetricsModule,
         RetentionModule,
+        DashboardModule,
         ...(extra ?? []),
       ],
     };

@@ -7,6 +7,7 @@ import { type EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
 import { historyCommand, replayAllCommand, replayCommand } from './history-commands.js';
 import { CliError, assertStoreExists, backupCommand } from './store-commands.js';
+import { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from '../tokens/roles.js';
 import { type WorkerCommandOptions, workerCommand } from './worker-command.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -55,11 +56,12 @@ withStoreOptions(command(tokens, 'create', 'issue a token; it is printed once, o
   .requiredOption('--app <appId...>', 'app(s) the token may act on')
   .option('--env <environment...>', 'environment(s) the token may act on (default: all)')
   .option('--label <text>', 'a note shown by tokens list')
-  .action(async (o: StoreOptions & { app: string[]; env?: string[]; label?: string }) =>
+  .addOption(new Option('--role <role>', 'what the token may do').choices([...TOKEN_ROLES]).default(DEFAULT_ROLE))
+  .action(async (o: StoreOptions & { app: string[]; env?: string[]; label?: string; role: TokenRole }) =>
     done(
       await withStore(o, async (store) => {
-        const { tokenId, token } = await createToken(store, { apps: o.app, environments: o.env ?? null, label: o.label ?? null, actor: 'cli' });
-        process.stdout.write(`Token ${tokenId} for app ${o.app.join(', ')}${o.env ? ` (environments ${o.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
+        const { tokenId, token } = await createToken(store, { apps: o.app, environments: o.env ?? null, label: o.label ?? null, role: o.role, actor: 'cli' });
+        process.stdout.write(`Token ${tokenId} (${o.role}) for app ${o.app.join(', ')}${o.env ? ` (environments ${o.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
         return 0;
       }),
     ),
@@ -67,19 +69,19 @@ withStoreOptions(command(tokens, 'create', 'issue a token; it is printed once, o
 withStoreOptions(command(tokens, 'list', 'list tokens (id, scope, state); never the secrets')).action(async (o: StoreOptions) =>
   done(
     await withStore(o, async (store) => {
-      const rows = new Map<string, { apps: string[]; environments: string[] | null; label: string | null; createdAt: string; revoked: boolean }>();
+      const rows = new Map<string, { apps: string[]; environments: string[] | null; label: string | null; role: string; createdAt: string; revoked: boolean }>();
       for (let after: bigint | undefined; ; ) {
         const page = await store.readAll({ after, maxCount: 1000 });
         if (page.length === 0) break;
         for (const e of page) {
           after = e.position;
           const data = e.data as Record<string, never>;
-          if (e.type === 'ApiTokenCreated') rows.set(data.tokenId, { apps: data.apps, environments: data.environments, label: data.label, createdAt: data.createdAt, revoked: false });
+          if (e.type === 'ApiTokenCreated') rows.set(data.tokenId, { apps: data.apps, environments: data.environments, label: data.label, role: data.role ?? DEFAULT_ROLE, createdAt: data.createdAt, revoked: false });
           if (e.type === 'ApiTokenRevoked' && rows.has(data.tokenId)) rows.get(data.tokenId)!.revoked = true;
         }
       }
       for (const [id, t] of rows) {
-        process.stdout.write(`${id}  ${t.revoked ? 'revoked' : 'active '}  apps=${t.apps.join(',')}  envs=${t.environments?.join(',') ?? '*'}  created=${t.createdAt}${t.label ? `  label=${t.label}` : ''}\n`);
+        process.stdout.write(`${id}  ${t.revoked ? 'revoked' : 'active '}  role=${t.role}  apps=${t.apps.join(',')}  envs=${t.environments?.join(',') ?? '*'}  created=${t.createdAt}${t.label ? `  label=${t.label}` : ''}\n`);
       }
       return 0;
     }),

@@ -2,6 +2,7 @@ import type { EventStore } from '../event-store/event-store.port.js';
 import { NonDeterminismError } from '../sdk/errors.js';
 import { type HistoryEvent, WorkflowReplay } from '../sdk/workflow-context.js';
 import type { WorkflowDefinition } from '../sdk/definitions.js';
+import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { startProgress } from './progress.js';
 import { loadDefinitions } from './worker-command.js';
 
@@ -39,7 +40,7 @@ export type ReplayOutcome = { status: 'ok' | 'non_deterministic' | 'missing'; me
  * changed workflow code.
  */
 export async function replayOne(store: EventStore, workflows: WorkflowDefinition[], modulePath: string, workflowId: string): Promise<ReplayOutcome> {
-  const history = await readWorkflow(store, workflowId);
+  const history = replayableHistory(currentRun(await readWorkflow(store, workflowId)));
   if (history.length === 0) return { status: 'missing', message: `no workflow ${workflowId} in this store` };
   const dispatched = history[0].data as { name: string; input: unknown[] };
   const version = (history.find((e) => e.type === 'DecisionStarted')?.data as { version?: string } | undefined)?.version ?? dispatched.name;
@@ -98,4 +99,10 @@ export async function replayAllCommand(store: EventStore, modulePath: string, na
   for (const line of mismatches) process.stdout.write(`${line}\n`);
   process.stdout.write(`replayed ${ids.length} workflows: ${counts.ok} OK, ${counts.non_deterministic} NON_DETERMINISTIC, ${counts.missing} not defined by ${modulePath}\n`);
   return counts.non_deterministic > 0 ? 1 : 0;
+}
+
+/** The events of a workflow's current run: from its last `WorkflowContinuedAsNew` (or its start). */
+function currentRun<E extends { type: string }>(events: E[]): E[] {
+  for (let i = events.length - 1; i >= 0; i--) if (events[i].type === 'WorkflowContinuedAsNew') return events.slice(i);
+  return events;
 }

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
 import { WorkflowsModule } from '../workflows/workflows.module.js';
-import { RetentionProjection, RetentionService } from './retention.service.js';
+import { RetentionService } from './retention.service.js';
 
 /** Deletes finished workflows older than RETENTION_DAYS (off by default). */
 @Module({
   imports: [WorkflowsModule],
-  providers: [RetentionService, RetentionProjection],
+  providers: [RetentionService],
 })
 export class RetentionModule {}

@@ -1,9 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
-import type { IEventHandler } from '@nestjs/cqrs';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Counter } from 'prom-client';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
-import { EventRegistry, Projection, StoredEvent } from '../event-store/event-registry.js';
+import { EventRegistry } from '../event-store/event-registry.js';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
@@ -93,14 +92,5 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
     }
     if (total > 0) this.logger.log(`deleted ${total} finished workflows last changed before ${cutoff.toISOString()}`);
     return total;
-  }
-}
-
-@Projection([WORKFLOWS_EXPIRED])
-export class RetentionProjection implements IEventHandler<StoredEvent> {
-  constructor(private readonly workflows: WorkflowsReadModel) {}
-
-  handle(stored: StoredEvent): void {
-    for (const id of (stored.data as WorkflowsExpiredData).workflowIds) this.workflows.forget(id);
   }
 }

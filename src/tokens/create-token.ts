@@ -2,6 +2,7 @@ import { decideAndAppend } from '../event-store/decider-runner.js';
 import { type EventStore } from '../event-store/event-store.port.js';
 import { uuidv7 } from '../shared/ids.js';
 import { tokenDecider } from './domain/token.decider.js';
+import { DEFAULT_ROLE, TokenRole } from './roles.js';
 import { newTokenSecret } from './token-secrets.js';
 
 export interface CreatedToken {
@@ -10,10 +11,10 @@ export interface CreatedToken {
   token: string;
 }
 
-/** Issues a token scoped to `apps` (and, optionally, `environments`). */
+/** Issues a token scoped to `apps` (and, optionally, `environments`), with a role (default admin). */
 export async function createToken(
   store: EventStore,
-  scope: { apps: string[]; environments?: string[] | null; label?: string | null; actor?: string },
+  scope: { apps: string[]; environments?: string[] | null; label?: string | null; role?: TokenRole; actor?: string },
 ): Promise<CreatedToken> {
   const tokenId = uuidv7();
   const { token, secretHash } = newTokenSecret(tokenId);
@@ -28,6 +29,7 @@ export async function createToken(
       apps: scope.apps,
       environments: scope.environments ?? null,
       label: scope.label ?? null,
+      role: scope.role ?? DEFAULT_ROLE,
       now: Date.now(),
     },
     { actor: scope.actor ?? 'system', appId: scope.apps[0], environment: scope.environments?.[0] ?? '*', correlationId: uuidv7() },

@@ -2,6 +2,7 @@ import { Inject } from '@nestjs/common';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
 import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
 import { TOKEN_EVENT_TYPES, TokenEvent } from './domain/token.decider.js';
+import { DEFAULT_ROLE, TokenRole } from './roles.js';
 import { parseToken, secretMatches } from './token-secrets.js';
 
 export interface TokenView {
@@ -9,6 +10,7 @@ export interface TokenView {
   apps: string[];
   environments: string[] | null;
   label: string | null;
+  role: TokenRole;
   createdAt: string;
   revokedAt: string | null;
   secretHash: string;
@@ -19,6 +21,8 @@ export interface Principal {
   tokenId: string;
   apps: string[];
   environments: string[] | null;
+  /** What the token may do (see roles.ts). */
+  role: TokenRole;
 }
 
 interface Row {
@@ -29,6 +33,7 @@ interface Row {
   created_at: string;
   revoked_at: string | null;
   secret_hash: string;
+  role: string | null;
 }
 
 /** The outcome of a token check: who it is, or why not (`unknown`: this instance has no such token yet). */
@@ -50,7 +55,8 @@ export class TokensReadModel implements DurableProjection {
         label        TEXT,
         created_at   TEXT NOT NULL,
         revoked_at   TEXT,
-        secret_hash  TEXT NOT NULL
+        secret_hash  TEXT NOT NULL,
+        role         TEXT
       );
     `);
     this.stmt = this.prepare();
@@ -61,8 +67,8 @@ export class TokensReadModel implements DurableProjection {
     return {
       get: db.prepare<[string], Row>('SELECT * FROM rm_tokens WHERE token_id = ?'),
       insert: db.prepare(
-        `INSERT OR IGNORE INTO rm_tokens (token_id, apps, environments, label, created_at, revoked_at, secret_hash)
-         VALUES (@token_id, @apps, @environments, @label, @created_at, NULL, @secret_hash)`,
+        `INSERT OR IGNORE INTO rm_tokens (token_id, apps, environments, label, created_at, revoked_at, secret_hash, role)
+         VALUES (@token_id, @apps, @environments, @label, @created_at, NULL, @secret_hash, @role)`,
       ),
       revoke: db.prepare<[string, string]>('UPDATE rm_tokens SET revoked_at = ? WHERE token_id = ?'),
       ever: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_tokens'),
@@ -76,7 +82,19 @@ export class TokensReadModel implements DurableProjection {
     if (!row) return { principal: null, reason: 'unknown' };
     if (row.revoked_at !== null) return { principal: null, reason: 'revoked' };
     if (!secretMatches(parsed.secret, row.secret_hash)) return { principal: null, reason: 'mismatch' };
-    return { principal: { tokenId: row.token_id, apps: JSON.parse(row.apps) as string[], environments: row.environments === null ? null : (JSON.parse(row.environments) as string[]) } };
+    return {
+      principal: {
+        tokenId: row.token_id,
+        apps: JSON.parse(row.apps) as string[],
+        environments: row.environments === null ? null : (JSON.parse(row.environments) as string[]),
+        role: (row.role as TokenRole | null) ?? DEFAULT_ROLE,
+      },
+    };
+  }
+
+  /** The label given to a token when it was created, if any. */
+  label(tokenId: string): string | null {
+    return this.stmt.get.get(tokenId)?.label ?? null;
   }
 
   authenticate(token: string): Principal | null {
@@ -100,6 +118,7 @@ export class TokensReadModel implements DurableProjection {
           label: d.label,
           created_at: d.createdAt,
           secret_hash: d.secretHash,
+          role: d.role ?? DEFAULT_ROLE,
         });
         return;
       }

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { IEventHandler } from '@nestjs/cqrs';
 import { Projection, StoredEvent } from '../event-store/event-registry.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
-import { TaskEvent, TaskState, taskDecider, taskNextDueAt } from '../tasks/domain/task.decider.js';
+import { TASK_EVENT_TYPES, TaskEvent, TaskState, taskDecider, taskNextDueAt } from '../tasks/domain/task.decider.js';
 import { ATTEMPT_EVENT_TYPES, isClaimable } from '../tasks/domain/task-attempts.js';
 import {
   ExistingWorkflow,
@@ -100,6 +100,7 @@ export class EngineState {
   private readonly indexed = new Map<string, Indexed>();
   private readonly due = new MinHeap<{ key: string; at: number }>();
   private dueListener: ((at: number) => void) | undefined;
+  private reviver: ((kind: 'workflow' | 'task', id: string) => void) | undefined;
   private turn = 0;
 
   constructor(@Inject(CLOCK) private readonly clock: Clock) {}
@@ -111,10 +112,12 @@ export class EngineState {
 
   applyWorkflow(id: string, event: WorkflowEvent): void {
     const current: WorkflowState = this.workflows.get(id) ?? workflowDecider.initialState();
+    if (current.status === 'none' && event.type === 'WorkflowRetried') return this.reviver?.('workflow', id);
     if (current.status === 'none' && event.type !== 'WorkflowDispatched' && event.type !== 'WorkflowContinuedAsNew') return;
     const next = workflowDecider.evolve(current, event);
     if (next.status === 'none') return;
-    if (FINAL_STATUSES.has(next.status)) this.workflows.delete(id);
+    // Failed workflows are kept (not indexed: nothing is claimable) so that a retry can resume them.
+    if (FINAL_STATUSES.has(next.status) && next.status !== 'failed') this.workflows.delete(id);
     else this.workflows.set(id, next);
     const seq = (event.data as { seq?: unknown }).seq;
     if (current.status !== next.status || event.type === 'WorkflowContinuedAsNew') {
@@ -133,11 +136,12 @@ export class EngineState {
 
   applyTask(id: string, event: TaskEvent): void {
     const current: TaskState = this.tasks.get(id) ?? taskDecider.initialState();
+    if (current.status === 'none' && event.type === 'TaskRetried') return this.reviver?.('task', id);
     if (current.status === 'none' && event.type !== 'TaskDispatched') return;
     const next = taskDecider.evolve(current, event);
     if (next.status === 'none') return;
-    const final = next.attempt.status === 'completed' || next.attempt.status === 'failed';
-    if (final) this.tasks.delete(id);
+    // Failed tasks are kept (not claimable) so that retryTask can give them a fresh round.
+    if (next.attempt.status === 'completed') this.tasks.delete(id);
     else this.tasks.set(id, next);
     this.reindexTask(id);
   }
@@ -222,11 +226,36 @@ export class EngineState {
     return this.due.peek()?.key;
   }
 
-  /** How much claimable work waits, by kind and name, for one app and environment (metrics, dashboards). */
-  backlog(appId: string, environment: string): { decisions: Map<string, number>; tasks: Map<string, number> } {
+  /** How many decisions (by base workflow name) and task attempts (by task name) are claimable now in a scope. */
+  waiting(appId: string, environment: string): { decisions: Map<string, number>; tasks: Map<string, number> } {
     const index = this.scopes.get(scopeKey(appId, environment));
-    const count = (m: Map<string, Set<string>> | undefined) => new Map([...(m ?? new Map<string, Set<string>>())].map(([k, v]) => [k, v.size]));
+    const count = (m: Map<string, Set<string>> | undefined) => new Map([...(m ?? [])].filter(([, s]) => s.size > 0).map(([name, s]) => [name, s.size]));
     return { decisions: count(index?.decisions), tasks: count(index?.tasks) };
+  }
+
+  /**
+   * Told when an ended workflow or task comes back (retryWorkflows, retryTask): this index keeps
+   * nothing of ended work, so the caller loads its state from the stream and hands it to `adopt`.
+   */
+  onRevived(loader: (kind: 'workflow' | 'task', id: string) => void): void {
+    this.reviver = loader;
+  }
+
+  /** Indexes a workflow or task loaded from its stream (see `onRevived`). */
+  adopt(kind: 'workflow' | 'task', id: string, state: WorkflowState | TaskState): void {
+    if (kind === 'task') {
+      const task = state as TaskState;
+      if (task.status === 'none' || task.attempt.status === 'completed' || task.attempt.status === 'failed') return;
+      this.tasks.set(id, task);
+      this.reindexTask(id);
+      return;
+    }
+    const workflow = state as WorkflowState;
+    if (workflow.status === 'none' || FINAL_STATUSES.has(workflow.status)) return;
+    this.workflows.set(id, workflow);
+    for (const seq of workflow.tasks.keys()) this.reindexWorkflowItem(id, { kind: 'workflowTask', workflowId: id, seq });
+    for (const seq of workflow.timers.keys()) this.reindexWorkflowItem(id, { kind: 'timer', workflowId: id, seq });
+    this.reindexWorkflowItem(id, { kind: 'decision', workflowId: id });
   }
 
   /**
@@ -332,7 +361,7 @@ function* taskCandidates(refs: Set<string>, exclude: Set<string>): Iterator<Cand
   for (const ref of refs) if (!exclude.has(ref)) yield { ref, kind: 'task' };
 }
 
-@Projection([...WORKFLOW_EVENT_TYPES, 'TaskDispatched', ...ATTEMPT_EVENT_TYPES])
+@Projection([...WORKFLOW_EVENT_TYPES, ...TASK_EVENT_TYPES, ...ATTEMPT_EVENT_TYPES])
 export class EngineProjection implements IEventHandler<StoredEvent> {
   constructor(private readonly engine: EngineState) {}
 

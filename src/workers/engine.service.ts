@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js';
 import { EVENT_STORE, type EventStore, Json, RecordedEvent } from '../event-store/event-store.port.js';
@@ -11,6 +11,7 @@ import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
 import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, WorkflowState, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { parseRef } from '../protocol/work-refs.js';
 import {
@@ -40,6 +41,7 @@ const workerContext = (input: { appId: string; environment: string; workerId: st
  */
 @Injectable()
 export class EngineService {
+  private readonly logger = new Logger('Engine');
   private readonly claiming = new Set<string>();
 
   constructor(
@@ -48,7 +50,20 @@ export class EngineService {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
     @Inject(EVENT_STORE) private readonly store: EventStore,
-  ) {}
+  ) {
+    engine.onRevived((kind, id) => void this.revive(kind, id));
+  }
+
+  /** Loads a retried workflow or task from its stream into the engine's index. */
+  private async revive(kind: 'workflow' | 'task', id: string): Promise<void> {
+    const context = { actor: 'system', appId: '', environment: '', correlationId: uuidv7() };
+    try {
+      const { state } = kind === 'workflow' ? await this.runner.state(`workflow-${id}`, workflowDecider, context) : await this.runner.state(`task-${id}`, taskDecider, context);
+      this.engine.adopt(kind, id, state);
+    } catch (error) {
+      this.logger.warn(`could not load retried ${kind} ${id}: ${(error as Error).message}`);
+    }
+  }
 
   async poll(input: PollWorkInput, signal?: AbortSignal): Promise<WorkItem[]> {
     const max = input.maxItems ?? 10;
@@ -104,8 +119,14 @@ export class EngineService {
     // Sticky: the worker that made the previous decision of this run holds the run up to there and
     // gets only what followed; any other worker gets the whole run (DESIGN.md §4).
     const previous = before.lastDecision;
-    const from = previous && previous.workerId === input.workerId && previous.revision >= before.runStartRevision ? previous.revision + 1n : before.runStartRevision;
-    const history = await this.readRun(workflowId, from, after.lastDecision!.revision);
+    let from = previous && previous.workerId === input.workerId && previous.revision >= before.runStartRevision ? previous.revision + 1n : before.runStartRevision;
+    let history = await this.readRun(workflowId, from, after.lastDecision!.revision);
+    // A retried run is replayed whole, as if its failure never happened (workflow-retry.ts).
+    if (from !== before.runStartRevision && history.some((e) => e.type === 'WorkflowRetried')) {
+      from = before.runStartRevision;
+      history = await this.readRun(workflowId, from, after.lastDecision!.revision);
+    }
+    if (from === before.runStartRevision) history = replayableHistory(history);
     return {
       kind: WorkKind.DECISION,
       ref,
@@ -140,7 +161,7 @@ export class EngineService {
     );
     const run = state as ExistingWorkflow;
     if (run.lastDecision?.id !== input.decisionId) throw new ConflictError('decision is no longer current (its lease lapsed or the workflow ended)');
-    return JSON.stringify(await this.readRun(parsed.workflowId, run.runStartRevision, run.lastDecision.revision));
+    return JSON.stringify(replayableHistory(await this.readRun(parsed.workflowId, run.runStartRevision, run.lastDecision.revision)));
   }
 
   /** Events `from`..`to` of a workflow's stream, as the SDK replays them. */

@@ -8,8 +8,10 @@ import { InputLimits, inputLimits } from '../shared/limits.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
+import { Requires } from '../tokens/roles.js';
 import { checkHeartbeat, screenReport } from './worker-input-limits.js';
 import { DecisionHistoryInput, HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
+import { WorkerRegistry } from './worker-registry.js';
 
 /** The worker protocol, on the same endpoint and tokens as the control API. */
 @Resolver()
@@ -22,10 +24,12 @@ export class WorkerProtocolResolver {
     private readonly engine: EngineService,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
     private readonly lifecycle: LifecycleService,
+    private readonly registry: WorkerRegistry,
   ) {
     this.limits = inputLimits(config);
   }
 
+  @Requires('worker')
   @Mutation(() => [WorkItem], {
     description:
       'Long-polls for work: claims up to `maxItems` decisions and task attempts for the names this worker serves, each under a lease. Answers as soon as anything was claimed; with nothing to claim it waits up to `waitMs`, then answers with an empty list.',
@@ -47,9 +51,11 @@ export class WorkerProtocolResolver {
     const onClose = () => gone.abort();
     socket?.once('close', onClose);
     this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
+    const ended = this.registry.polling(input);
     try {
       return await this.engine.poll(input, gone.signal);
     } finally {
+      ended();
       socket?.off('close', onClose);
       const left = (this.polling.get(principal.tokenId) ?? 1) - 1;
       if (left > 0) this.polling.set(principal.tokenId, left);
@@ -58,16 +64,19 @@ export class WorkerProtocolResolver {
     }
   }
 
+  @Requires('worker')
   @Mutation(() => ReportWorkResult, {
     description: 'Reports the outcomes of claimed work items (decision commands or failures, task results or errors), several per request.',
   })
   async reportWork(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput): Promise<ReportWorkResult> {
     assertScope(principal, input.appId, input.environment);
+    this.registry.seen(input);
     const screened = screenReport(input, this.limits);
     const result = await this.engine.report(screened.input);
     return { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected] };
   }
 
+  @Requires('worker')
   @Query(() => String, {
     description:
       "Worker protocol: a claimed decision's whole run history (JSON array of { revision, type, data }), for a worker that no longer holds the run in its cache. Only while the decision is current.",
@@ -80,12 +89,14 @@ export class WorkerProtocolResolver {
     return this.engine.decisionHistory(input);
   }
 
+  @Requires('worker')
   @Mutation(() => [HeartbeatResult], {
     description: 'Extends the leases of running task attempts; answers, for each, whether the worker should stop it (workflow terminated, lease lost).',
   })
   heartbeat(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The worker and the running task attempts whose leases to extend.' }) input: HeartbeatInput): Promise<HeartbeatResult[]> {
     assertScope(principal, input.appId, input.environment);
     checkHeartbeat(input, this.limits);
+    this.registry.seen(input);
     return this.engine.heartbeat(input);
   }
 }

@@ -5,6 +5,7 @@ import { WORKFLOW_EVENT_TYPES } from './domain/workflow.decider.js';
 import { DispatchWorkflowHandler, DispatchWorkflowResolver, WorkflowDispatcher } from './commands/dispatch-workflow/dispatch-workflow.js';
 import { PauseWorkflowsHandler, PauseWorkflowsResolver } from './commands/pause-workflows/pause-workflows.js';
 import { ResumeWorkflowsHandler, ResumeWorkflowsResolver } from './commands/resume-workflows/resume-workflows.js';
+import { RetryWorkflowsHandler, RetryWorkflowsResolver } from './commands/retry-workflows/retry-workflows.js';
 import { SelectorActions } from './commands/selector-actions.js';
 import { SendEventToWorkflowsHandler, SendEventToWorkflowsResolver } from './commands/send-event-to-workflows/send-event-to-workflows.js';
 import { TerminateWorkflowsHandler, TerminateWorkflowsResolver } from './commands/terminate-workflows/terminate-workflows.js';
@@ -27,6 +28,8 @@ import { WorkflowsReadModel } from './workflows.read-model.js';
     TerminateWorkflowsResolver,
     SendEventToWorkflowsHandler,
     SendEventToWorkflowsResolver,
+    RetryWorkflowsHandler,
+    RetryWorkflowsResolver,
     WorkflowQueriesResolver,
   ],
   exports: [WorkflowsReadModel, WorkflowDispatcher, SelectorActions],

@@ -34,6 +34,21 @@ export interface WorkflowFilter {
   name?: string | null;
   tag?: string | null;
   status?: WorkflowStatus | null;
+  parentId?: string | null;
+  scheduleId?: string | null;
+  createdAfter?: Date | null;
+  createdBefore?: Date | null;
+}
+
+/** Failed workflows or tasks of one name and error message (the dashboard's Failures page). */
+export interface FailureRow {
+  name: string;
+  message: string;
+  count: number;
+  firstSeen: number;
+  lastSeen: number;
+  /** Newest first, at most 500. */
+  ids: string[];
 }
 
 interface Row {
@@ -84,7 +99,7 @@ const toView = (r: Row): WorkflowView => ({
  * (by app and environment in dispatch order). Written in the ProjectionRunner's batch
  * transaction; read with prepared statements.
  */
-@ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
+@ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowRetried', 'WorkflowsExpired', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsReadModel implements DurableProjection {
   private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
 
@@ -118,6 +133,8 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_tag ON rm_workflows (app_id, environment, tag, seq) WHERE tag IS NOT NULL;
       CREATE INDEX IF NOT EXISTS rm_workflows_active ON rm_workflows (status) WHERE ${ACTIVE};
       CREATE INDEX IF NOT EXISTS rm_workflows_finished ON rm_workflows (updated_at) WHERE status IN ${FINAL};
+      CREATE INDEX IF NOT EXISTS rm_workflows_created ON rm_workflows (app_id, environment, created_at);
+      CREATE INDEX IF NOT EXISTS rm_workflows_status ON rm_workflows (app_id, environment, status, updated_at);
       CREATE INDEX IF NOT EXISTS rm_workflows_parent ON rm_workflows (parent_id) WHERE parent_id IS NOT NULL;
     `);
     const columns = this.rm.db.prepare<[], { name: string }>('PRAGMA table_info(rm_workflows)').all();
@@ -154,6 +171,22 @@ export class WorkflowsReadModel implements DurableProjection {
          ORDER BY updated_at LIMIT ?`,
       ),
       forget: db.prepare<[string]>('DELETE FROM rm_workflows WHERE id = ?'),
+      retried: db.prepare<[number, string]>(`UPDATE rm_workflows SET status = 'running', error = NULL, output = NULL, updated_at = ? WHERE id = ? AND status = 'failed'`),
+      startedPerMinute: db.prepare<[Record<string, unknown>], { minute: number; n: number }>(
+        `SELECT (created_at / 60000) * 60000 AS minute, count(*) AS n FROM rm_workflows
+         WHERE app_id = @appId AND environment = @environment AND created_at >= @start AND created_at < @end GROUP BY minute`,
+      ),
+      endedPerMinute: db.prepare<[Record<string, unknown>], { minute: number; status: 'completed' | 'failed'; n: number }>(
+        `SELECT (updated_at / 60000) * 60000 AS minute, status, count(*) AS n FROM rm_workflows
+         WHERE app_id = @appId AND environment = @environment AND status IN ('completed', 'failed') AND updated_at >= @start AND updated_at < @end
+         GROUP BY minute, status`,
+      ),
+      failures: db.prepare<[Record<string, unknown>], Omit<FailureRow, 'ids'> & { ids: string | null }>(
+        `SELECT base_name AS name, coalesce(json_extract(error, '$.message'), '') AS message, count(*) AS count,
+                min(updated_at) AS firstSeen, max(updated_at) AS lastSeen, group_concat(id) AS ids
+         FROM rm_workflows WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since
+         GROUP BY name, message ORDER BY lastSeen DESC`,
+      ),
     };
   }
 
@@ -174,23 +207,33 @@ export class WorkflowsReadModel implements DurableProjection {
     return rows.map(toView);
   }
 
-  /** One page of the workflows matching `filter`, in dispatch order, after the workflow `after`. */
-  page(filter: WorkflowFilter, first: number, after?: string | null): Page<WorkflowView> {
-    const where = ['app_id = @appId', 'environment = @environment'];
-    const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
-    if (filter.name != null) {
-      where.push('(name = @name OR base_name = @name)');
-      params.name = filter.name;
-    }
-    if (filter.tag != null) {
-      where.push('tag = @tag');
-      params.tag = filter.tag;
-    }
-    if (filter.status != null) {
-      where.push('status = @status');
-      params.status = filter.status;
-    }
-    return pageOf(this.rm, 'rm_workflows', where, params, first, after, toView);
+  /** One page of the workflows matching `filter`, in dispatch order (or newest first), after the workflow `after`. */
+  page(filter: WorkflowFilter, first: number, after?: string | null, newestFirst = false): Page<WorkflowView> {
+    const { where, params } = whereOf(filter);
+    return pageOf(this.rm, 'rm_workflows', where, params, first, after, toView, newestFirst);
+  }
+
+  /** How many workflows of the filter (its state aside) are in each state. */
+  countByStatus(filter: WorkflowFilter): Map<WorkflowStatus, number> {
+    const { where, params } = whereOf({ ...filter, status: null });
+    const rows = this.rm.db.prepare(`SELECT status, count(*) AS n FROM rm_workflows WHERE ${where.join(' AND ')} GROUP BY status`).all(params) as Array<{ status: WorkflowStatus; n: number }>;
+    return new Map(rows.map((r) => [r.status, r.n]));
+  }
+
+  /** Workflows started, and completed or failed, per minute from `start` to `end` (epoch ms, whole minutes). */
+  activity(appId: string, environment: string, start: number, end: number): Array<{ minute: number; started: number; completed: number; failed: number }> {
+    const started = this.stmt.startedPerMinute.all({ appId, environment, start, end });
+    const ended = this.stmt.endedPerMinute.all({ appId, environment, start, end });
+    const buckets = new Map<number, { minute: number; started: number; completed: number; failed: number }>();
+    const bucket = (minute: number) => buckets.get(minute) ?? buckets.set(minute, { minute, started: 0, completed: 0, failed: 0 }).get(minute)!;
+    for (const r of started) bucket(r.minute).started = r.n;
+    for (const r of ended) bucket(r.minute)[r.status] = r.n;
+    return [...buckets.values()];
+  }
+
+  /** Failed workflows grouped by base name and error message, last changed at or after `since`. */
+  failureGroups(appId: string, environment: string, since: number): FailureRow[] {
+    return this.stmt.failures.all({ appId, environment, since }).map((r) => ({ ...r, ids: r.ids === null ? [] : r.ids.split(',').reverse().slice(0, 500) }));
   }
 
   inFlightStreams(): string[] {
@@ -258,6 +301,13 @@ export class WorkflowsReadModel implements DurableProjection {
         return this.setStatus(id, 'completed', at, toJson(event.data.result));
       case 'WorkflowFailed':
         return this.setStatus(id, 'failed', at, null, JSON.stringify(event.data.error));
+      case 'WorkflowRetried':
+        this.stmt.retried.run(at, id);
+        return;
+      case 'WorkflowsExpired' as WorkflowEvent['type']:
+        // Retention deleted these workflows' streams (retention.service.ts): their rows go too.
+        for (const expired of (stored.data as { workflowIds: string[] }).workflowIds) this.stmt.forget.run(expired);
+        return;
       default:
         this.stmt.touch.run(at, id);
     }
@@ -266,6 +316,25 @@ export class WorkflowsReadModel implements DurableProjection {
   private setStatus(id: string, status: WorkflowStatus, at: number, output: string | null = null, error: string | null = null): void {
     this.stmt.status.run(status, output, error, at, id);
   }
+}
+
+/** The SQL conditions of a workflow filter. */
+function whereOf(filter: WorkflowFilter): { where: string[]; params: Record<string, unknown> } {
+  const where = ['app_id = @appId', 'environment = @environment'];
+  const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
+  const add = (clause: string, key: string, value: unknown) => {
+    if (value == null) return;
+    where.push(clause);
+    params[key] = value;
+  };
+  add('(name = @name OR base_name = @name)', 'name', filter.name);
+  add('tag = @tag', 'tag', filter.tag);
+  add('status = @status', 'status', filter.status);
+  add('parent_id = @parentId', 'parentId', filter.parentId);
+  add('schedule_id = @scheduleId', 'scheduleId', filter.scheduleId);
+  add('created_at >= @createdAfter', 'createdAfter', filter.createdAfter?.getTime());
+  add('created_at < @createdBefore', 'createdBefore', filter.createdBefore?.getTime());
+  return { where, params };
 }
 
 /**
@@ -280,6 +349,7 @@ export function pageOf<R extends { id: string; seq: number }, V>(
   first: number,
   after: string | null | undefined,
   toView: (row: R) => V,
+  descending = false,
 ): Page<V> {
   const clause = where.join(' AND ');
   const total = (rm.db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${clause}`).get(params) as { n: number }).n;
@@ -289,16 +359,19 @@ export function pageOf<R extends { id: string; seq: number }, V>(
     const cursor = rm.db.prepare(`SELECT seq FROM ${table} WHERE ${clause} AND id = @after`).get({ ...params, after }) as { seq: number } | undefined;
     if (cursor) from = cursor.seq;
     else {
-      const next = rm.db.prepare(`SELECT min(seq) AS seq FROM ${table} WHERE ${clause} AND id > @after`).get({ ...params, after }) as { seq: number | null };
+      const next = rm.db
+        .prepare(`SELECT ${descending ? 'max' : 'min'}(seq) AS seq FROM ${table} WHERE ${clause} AND id ${descending ? '<' : '>'} @after`)
+        .get({ ...params, after }) as { seq: number | null };
       from = next.seq ?? Infinity;
       inclusive = true;
     }
   }
+  const op = descending ? (inclusive ? '<=' : '<') : inclusive ? '>=' : '>';
   const rows =
     from === Infinity
       ? []
       : (rm.db
-          .prepare(`SELECT * FROM ${table} WHERE ${clause}${from === -Infinity ? '' : ` AND seq ${inclusive ? '>=' : '>'} @from`} ORDER BY seq LIMIT @limit`)
+          .prepare(`SELECT * FROM ${table} WHERE ${clause}${from === -Infinity ? '' : ` AND seq ${op} @from`} ORDER BY seq ${descending ? 'DESC' : ''} LIMIT @limit`)
           .all(from === -Infinity ? { ...params, limit: first + 1 } : { ...params, from, limit: first + 1 }) as R[]);
   const nodes = rows.slice(0, first).map(toView);
   const last = rows.length > 0 ? rows[Math.min(rows.length, first) - 1] : undefined;

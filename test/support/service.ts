@@ -85,8 +85,16 @@ export async function startService(options: { storeUrl?: string; env?: Record<st
 }
 
 /** `baton tokens create --create` against a store (made if new); returns the token (the last line printed). */
-export async function createTokenViaCli(storeUrl: string, apps: string[], environments: string[] = []): Promise<string> {
-  const args = [join(ROOT, 'dist/src/cli/baton.js'), 'tokens', 'create', '--create', ...apps.flatMap((a) => ['--app', a]), ...environments.flatMap((e) => ['--env', e])];
+export async function createTokenViaCli(storeUrl: string, apps: string[], environments: string[] = [], role?: string): Promise<string> {
+  const args = [
+    join(ROOT, 'dist/src/cli/baton.js'),
+    'tokens',
+    'create',
+    '--create',
+    ...apps.flatMap((a) => ['--app', a]),
+    ...environments.flatMap((e) => ['--env', e]),
+    ...(role ? ['--role', role] : []),
+  ];
   const { stdout } = await run(process.execPath, args, { cwd: ROOT, env: { ...process.env, EVENT_STORE_URL: storeUrl } });
   return stdout.trim().split('\n').pop()!;
 }

@@ -1,6 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { IsEnum, IsOptional, IsString } from 'class-validator';
+import { compileCron, nextOccurrence } from '../domain/cron.js';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
@@ -12,6 +13,7 @@ import type { Principal } from '../../tokens/tokens.projection.js';
 import { SCHEDULE_CRON, ScheduleConnection, ScheduleFiring, ScheduleStatusValue, ScheduleType, toScheduleType } from '../schedule.types.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { SchedulesReadModel } from '../schedules.read-model.js';
+import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which schedules to list.' })
 export class ScheduleFilterInput extends AppScopedInput {
@@ -40,6 +42,7 @@ export class ScheduleQueriesResolver {
     private readonly fence: ReadFence,
   ) {}
 
+  @Requires('read')
   @Query(() => ScheduleType, { nullable: true, description: 'One schedule by id (null when the app has no such schedule).' })
   async schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<ScheduleType | null> {
     assertScope(principal, args.appId, args.environment);
@@ -48,6 +51,7 @@ export class ScheduleQueriesResolver {
     return view ? toScheduleType(view, this.model) : null;
   }
 
+  @Requires('read')
   @Query(() => ScheduleConnection, { description: 'Schedules of an app and environment, oldest first, filtered and paginated.' })
   async schedules(@CurrentPrincipal() principal: Principal, @Args() args: SchedulesArgs): Promise<ScheduleConnection> {
     const { filter } = args;
@@ -73,6 +77,7 @@ export class ScheduleQueriesResolver {
     return [first, ...nextOccurrences(cron, first, count - 1)].map((at) => ({ at: new Date(at), local: localIso(cron.timezone, at) }));
   }
 
+  @Requires('read')
   @Query(() => [HistoryEvent], {
     description: "Every event of a schedule's history, in order, as stored: creation, each occurrence fired, skipped or buffered, pauses, resumes, triggers, deletion.",
   })

@@ -1,6 +1,6 @@
 import { Json } from '../../event-store/event-store.port.js';
 import { Decider } from '../../shared/decider.js';
-import { NotFoundError } from '../../shared/errors.js';
+import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import {
   AttemptEvent,
   AttemptState,
@@ -32,7 +32,11 @@ export interface TaskDispatchedData {
   dispatchedAt: string;
 }
 
-export type TaskEvent = { type: 'TaskDispatched'; data: TaskDispatchedData } | AttemptEvent;
+export type TaskEvent =
+  | { type: 'TaskDispatched'; data: TaskDispatchedData }
+  /** A failed task gets a fresh round of attempts (retryTask); attempts count from 1 again. */
+  | { type: 'TaskRetried'; data: { previousAttempts: number; retriedAt: string } }
+  | AttemptEvent;
 
 export type TaskState =
   | { status: 'none' }
@@ -45,9 +49,10 @@ export type TaskCommand =
   | { type: 'CompleteTask'; attemptId: string; result: Json }
   | { type: 'FailTask'; attemptId: string; error: TaskError; now: number }
   | { type: 'ReleaseTask'; attemptId: string; now: number }
-  | { type: 'Tick'; now: number };
+  | { type: 'Tick'; now: number }
+  | { type: 'RetryTask'; now: number };
 
-export const TASK_EVENT_TYPES = ['TaskDispatched'] as const;
+export const TASK_EVENT_TYPES = ['TaskDispatched', 'TaskRetried'] as const;
 
 export const taskDecider: Decider<TaskCommand, TaskEvent, TaskState> = {
   initialState: () => ({ status: 'none' }),
@@ -86,6 +91,9 @@ export const taskDecider: Decider<TaskCommand, TaskEvent, TaskState> = {
         return decideRelease(state.attempt, command);
       case 'Tick':
         return decideExpiry(state.attempt, command.now);
+      case 'RetryTask':
+        if (state.attempt.status !== 'failed') throw new ConflictError(`task ${state.taskId} is ${state.attempt.status}; only a failed task can be retried`);
+        return [{ type: 'TaskRetried', data: { previousAttempts: state.attempt.attempts, retriedAt: iso(command.now) } }];
     }
   },
 
@@ -94,6 +102,7 @@ export const taskDecider: Decider<TaskCommand, TaskEvent, TaskState> = {
       return { status: 'exists', ...event.data, attempt: initialAttemptState() };
     }
     if (state.status === 'none') return state;
+    if (event.type === 'TaskRetried') return { ...state, attempt: initialAttemptState() };
     return { ...state, attempt: evolveAttempt(state.attempt, event) };
   },
 };

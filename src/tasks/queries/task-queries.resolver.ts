@@ -6,6 +6,7 @@ import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { TaskConnection, TaskState, TaskType, toTaskType } from '../task.types.js';
 import { TasksReadModel } from '../tasks.read-model.js';
+import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which tasks to list.' })
 export class TaskFilterInput extends AppScopedInput {
@@ -37,6 +38,7 @@ export class TaskQueriesResolver {
     private readonly fence: ReadFence,
   ) {}
 
+  @Requires('read')
   @Query(() => TaskType, { nullable: true, description: 'One standalone task by id (null when the app has no such task).' })
   async task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<TaskType | null> {
     assertScope(principal, args.appId, args.environment);
@@ -45,6 +47,7 @@ export class TaskQueriesResolver {
     return view ? toTaskType(view) : null;
   }
 
+  @Requires('read')
   @Query(() => TaskConnection, { description: 'Standalone tasks of an app and environment, oldest first.' })
   async tasks(@CurrentPrincipal() principal: Principal, @Args() args: TasksArgs): Promise<TaskConnection> {
     assertScope(principal, args.filter.appId, args.filter.environment);

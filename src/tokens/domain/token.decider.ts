@@ -1,11 +1,13 @@
 import { Decider } from '../../shared/decider.js';
 import { ConflictError, NotFoundError } from '../../shared/errors.js';
+import type { TokenRole } from '../roles.js';
 
 /** `apitoken-<id>`: a token's hash and scope; the token itself is never stored. */
 export type TokenEvent =
   | {
       type: 'ApiTokenCreated';
-      data: { tokenId: string; secretHash: string; apps: string[]; environments: string[] | null; label: string | null; createdAt: string };
+      /** `role` is absent on tokens created before roles existed: they are admin tokens. */
+      data: { tokenId: string; secretHash: string; apps: string[]; environments: string[] | null; label: string | null; createdAt: string; role?: TokenRole };
     }
   | { type: 'ApiTokenRevoked'; data: { tokenId: string; revokedAt: string } };
 
@@ -14,7 +16,7 @@ export const TOKEN_EVENT_TYPES = ['ApiTokenCreated', 'ApiTokenRevoked'] as const
 export type TokenState = { status: 'none' } | { status: 'active' | 'revoked'; tokenId: string };
 
 export type TokenCommand =
-  | { type: 'CreateToken'; tokenId: string; secretHash: string; apps: string[]; environments: string[] | null; label: string | null; now: number }
+  | { type: 'CreateToken'; tokenId: string; secretHash: string; apps: string[]; environments: string[] | null; label: string | null; role: TokenRole; now: number }
   | { type: 'RevokeToken'; now: number };
 
 export const tokenDecider: Decider<TokenCommand, TokenEvent, TokenState> = {
@@ -32,6 +34,7 @@ export const tokenDecider: Decider<TokenCommand, TokenEvent, TokenState> = {
               apps: command.apps,
               environments: command.environments,
               label: command.label,
+              role: command.role,
               createdAt: new Date(command.now).toISOString(),
             },
           },

@@ -60,6 +60,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   WorkflowTerminated: { reason: string | null };
   WorkflowCompleted: { result: Json };
   WorkflowFailed: { error: TaskError };
+  /** A failed workflow is running again; the listed tasks (whose failure failed it) run again. */
+  WorkflowRetried: { resetTasks: number[]; retriedAt: string };
 }
 
 export type WorkflowEventType = keyof WorkflowEventData;
@@ -95,6 +97,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'WorkflowFailed',
   'WorkflowContinuedAsNew',
   'ScheduleRequested',
+  'WorkflowRetried',
 ] as const satisfies ReadonlyArray<WorkflowEventType>;
 
 export type WorkflowStatus = 'running' | 'paused' | 'completed' | 'failed' | 'terminated';
@@ -197,7 +200,9 @@ export type WorkflowCommand =
   | { type: 'FailTask'; seq: number; attemptId: string; error: TaskError; now: number }
   | { type: 'ReleaseTask'; seq: number; attemptId: string; now: number }
   | { type: 'ResolveChild'; seq: number; childId: string; outcome: { ok: true; result: Json } | { ok: false; error: TaskError } }
-  | { type: 'RecordControlApplied'; seq: number; matched: number; changed: number };
+  | { type: 'RecordControlApplied'; seq: number; matched: number; changed: number }
+  /** `resetTasks`: the failed tasks the failing decision saw (see workflow-retry.ts); others stay failed. */
+  | { type: 'RetryWorkflow'; resetTasks: number[]; now: number };
 
 const MAX_DECISION_RETRY_MS = 60_000;
 
@@ -354,6 +359,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         if (state.controlsApplied?.has(command.seq)) return [];
         return [{ type: 'ControlApplied', data: { seq: command.seq, matched: command.matched, changed: command.changed } }];
 
+      case 'RetryWorkflow': {
+        if (state.status !== 'failed') return [];
+        const resetTasks = command.resetTasks.filter((seq) => state.tasks.get(seq)?.attempt.status === 'failed');
+        return [{ type: 'WorkflowRetried', data: { resetTasks, retriedAt: iso(command.now) } }];
+      }
+
       case 'ResolveChild': {
         const child = state.children.get(command.seq);
         if (!child || child.childId !== command.childId || child.status !== 'started') return [];
@@ -425,12 +436,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         const task = state.tasks.get(event.data.seq);
         if (!task) return state;
         const attempt = evolveAttempt(task.attempt, event as AttemptEvent);
-        const settled = attempt.status === 'completed' || attempt.status === 'failed';
         return {
           ...state,
           needsDecision: state.needsDecision || event.type === 'TaskCompleted' || event.type === 'TaskFailed',
-          // A settled task keeps no arguments: only what a repeated or late report needs.
-          tasks: state.tasks.set(event.data.seq, { name: task.name, args: settled ? [] : task.args, attempt }),
+          // A completed task keeps no arguments: only what a repeated or late report needs (a failed
+          // one keeps them: retryWorkflows may run it again).
+          tasks: state.tasks.set(event.data.seq, { name: task.name, args: attempt.status === 'completed' ? [] : task.args, attempt }),
         };
       }
       case 'TimerStarted':
@@ -469,6 +480,14 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, status: 'completed', needsDecision: false };
       case 'WorkflowFailed':
         return { ...state, status: 'failed', needsDecision: false };
+      case 'WorkflowRetried': {
+        let tasks = state.tasks;
+        for (const seq of event.data.resetTasks) {
+          const task = tasks.get(seq);
+          if (task) tasks = tasks.set(seq, { ...task, attempt: initialAttemptState() });
+        }
+        return { ...state, status: 'running', needsDecision: true, decision: null, decisionFailures: 0, decisionRetryAt: 0, tasks };
+      }
       case 'ControlApplied':
         return { ...state, controlsApplied: (state.controlsApplied ?? ISet<number>()).add(event.data.seq) };
       default:

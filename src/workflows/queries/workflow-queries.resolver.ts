@@ -1,6 +1,6 @@
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
-import { IsOptional, IsString } from 'class-validator';
+import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
+import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
@@ -10,6 +10,7 @@ import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from '../workflow.types.js';
 import { WorkflowsReadModel } from '../workflows.read-model.js';
+import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which workflows to list.' })
 export class WorkflowFilterInput extends AppScopedInput {
@@ -26,12 +27,73 @@ export class WorkflowFilterInput extends AppScopedInput {
   @Field(() => WorkflowState, { nullable: true, description: 'Only workflows in this state.' })
   @IsOptional()
   state?: WorkflowState;
+
+  @Field(() => ID, { nullable: true, description: 'Only the children of this workflow.' })
+  @IsOptional()
+  @IsString()
+  parentId?: string;
+
+  @Field(() => ID, { nullable: true, description: 'Only workflows this schedule dispatched.' })
+  @IsOptional()
+  @IsString()
+  scheduleId?: string;
+
+  @Field(() => Date, { nullable: true, description: 'Only workflows dispatched at or after this time.' })
+  @IsOptional()
+  @IsDate()
+  createdAfter?: Date;
+
+  @Field(() => Date, { nullable: true, description: 'Only workflows dispatched before this time.' })
+  @IsOptional()
+  @IsDate()
+  createdBefore?: Date;
 }
 
 @ArgsType()
 class WorkflowsArgs extends PageArgs {
-  @Field(() => WorkflowFilterInput, { description: 'App, environment and optional name, tag and state.' })
+  @Field(() => WorkflowFilterInput, { description: 'App, environment and optional name, tag, state, parent, schedule and time range.' })
   filter: WorkflowFilterInput;
+
+  @Field({ nullable: true, description: 'Newest first instead of oldest first (default false).' })
+  @IsOptional()
+  @IsBoolean()
+  newestFirst?: boolean;
+}
+
+@ArgsType()
+class WorkflowCountsArgs {
+  @Field(() => WorkflowFilterInput, { description: 'The workflows to count (their `state` filter is ignored: every state is counted).' })
+  filter: WorkflowFilterInput;
+}
+
+@ArgsType()
+class WorkflowActivityArgs extends AppScopedInput {
+  @Field(() => Int, { nullable: true, description: 'How many minutes back, up to now (default 60, at most 1440).' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1440)
+  minutes?: number;
+}
+
+@ObjectType('WorkflowStateCount', { description: 'How many workflows are in one state.' })
+export class WorkflowStateCount {
+  @Field(() => WorkflowState, { description: 'The state.' })
+  state: WorkflowState;
+  @Field(() => Int, { description: 'How many workflows of the filter are in it.' })
+  count: number;
+}
+
+@ObjectType('WorkflowActivityBucket', { description: 'Workflows started, completed and failed in one minute.' })
+export class WorkflowActivityBucket {
+  @Field({ description: 'Start of the minute.' })
+  at: Date;
+  @Field(() => Int, { description: 'Workflows dispatched in that minute.' })
+  started: number;
+  @Field(() => Int, { description: 'Workflows that completed in that minute.' })
+  completed: number;
+  @Field(() => Int, { description: 'Workflows that failed in that minute (and are still failed).' })
+  failed: number;
 }
 
 @Resolver(() => WorkflowType)
@@ -42,6 +104,7 @@ export class WorkflowQueriesResolver {
     private readonly fence: ReadFence,
   ) {}
 
+  @Requires('read')
   @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
   async workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<WorkflowType | null> {
     assertScope(principal, args.appId, args.environment);
@@ -50,15 +113,41 @@ export class WorkflowQueriesResolver {
     return view ? toWorkflowType(view) : null;
   }
 
+  @Requires('read')
   @Query(() => WorkflowConnection, { description: 'Workflows of an app and environment, oldest first, filtered and paginated.' })
   async workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs): Promise<WorkflowConnection> {
     const { filter } = args;
     assertScope(principal, filter.appId, filter.environment);
     await this.fence.upToHead();
-    const page = this.readModel.page({ ...filter, status: filter.state }, args.first ?? 50, args.after);
+    const page = this.readModel.page({ ...filter, status: filter.state }, args.first ?? 50, args.after, args.newestFirst ?? false);
     return { ...page, nodes: page.nodes.map(toWorkflowType) };
   }
 
+  @Requires('read')
+  @Query(() => [WorkflowStateCount], { description: 'How many workflows of the filter are in each state (every state listed, zeros included).' })
+  async workflowCounts(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowCountsArgs): Promise<WorkflowStateCount[]> {
+    assertScope(principal, args.filter.appId, args.filter.environment);
+    await this.fence.upToHead();
+    const counts = this.readModel.countByStatus({ ...args.filter, status: null });
+    return Object.values(WorkflowState).map((state) => ({ state, count: counts.get(state) ?? 0 }));
+  }
+
+  @Requires('read')
+  @Query(() => [WorkflowActivityBucket], { description: 'Workflows started, completed and failed per minute over the last `minutes`, oldest minute first.' })
+  workflowActivity(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowActivityArgs): WorkflowActivityBucket[] {
+    assertScope(principal, args.appId, args.environment);
+    const minutes = args.minutes ?? 60;
+    const end = Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
+    const start = end - minutes * 60_000;
+    const buckets = Array.from({ length: minutes }, (_, i) => ({ at: new Date(start + i * 60_000), started: 0, completed: 0, failed: 0 }));
+    for (const row of this.readModel.activity(args.appId, args.environment, start, end)) {
+      const b = buckets[Math.floor((row.minute - start) / 60_000)];
+      if (b) Object.assign(b, { started: row.started, completed: row.completed, failed: row.failed });
+    }
+    return buckets;
+  }
+
+  @Requires('read')
   @Query(() => [HistoryEvent], { description: 'Every event of a workflow\'s history, in order, as stored.' })
   async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);

@@ -6,6 +6,7 @@ import type { Principal } from '../../../tokens/tokens.projection.js';
 import { ScheduleResult } from '../../schedule.types.js';
 import { ScheduleCreator } from '../create-schedule.js';
 import { CatchUpWindowField, CronField, TimezoneField } from '../schedule-fields.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'A task to dispatch at every occurrence of a cron expression.' })
 export class ScheduleTaskInput extends AppScopedInput {
@@ -53,6 +54,7 @@ export class ScheduleTaskHandler implements ICommandHandler<ScheduleTask, Schedu
 export class ScheduleTaskResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => ScheduleResult, {
     description: 'Schedules a task by a cron expression and returns the schedule id. Every occurrence dispatches the task once, with the schedule id recorded on it.',
   })

@@ -8,6 +8,7 @@ import type { Principal } from '../../../tokens/tokens.projection.js';
 import { ScheduleOverlapPolicy, ScheduleResult } from '../../schedule.types.js';
 import { ScheduleCreator } from '../create-schedule.js';
 import { CatchUpWindowField, CronField, TimezoneField } from '../schedule-fields.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'A workflow to dispatch at every occurrence of a cron expression.' })
 export class ScheduleWorkflowInput extends AppScopedInput {
@@ -69,6 +70,7 @@ export class ScheduleWorkflowHandler implements ICommandHandler<ScheduleWorkflow
 export class ScheduleWorkflowResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => ScheduleResult, {
     description:
       'Schedules a workflow by a cron expression (optionally with a tag for every instance) and returns the schedule id. Every occurrence dispatches one workflow, with the schedule id recorded on it.',

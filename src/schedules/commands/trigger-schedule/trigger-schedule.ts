@@ -5,6 +5,7 @@ import type { Principal } from '../../../tokens/tokens.projection.js';
 import { TriggerScheduleResult } from '../../schedule.types.js';
 import { ScheduleActions } from '../schedule-actions.js';
 import { ScheduleRefInput } from '../schedule-fields.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'The schedule to fire now.' })
 export class TriggerScheduleInput extends ScheduleRefInput {}
@@ -26,6 +27,7 @@ export class TriggerScheduleHandler implements ICommandHandler<TriggerSchedule, 
 export class TriggerScheduleResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => TriggerScheduleResult, {
     description:
       'Fires a schedule now, outside its cron expression: dispatches its task or workflow once (whatever the overlap policy, and also while paused) and returns the dispatched id. The cron occurrences are not affected. An unknown id is NOT_FOUND; a deleted schedule is a CONFLICT.',

@@ -15,6 +15,7 @@ import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { taskDecider } from '../../domain/task.decider.js';
 import { DispatchTaskResult } from '../../task.types.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'A task to run now.' })
 export class DispatchTaskInput extends AppScopedInput {
@@ -101,6 +102,7 @@ export class DispatchTaskHandler implements ICommandHandler<DispatchTask, Dispat
 export class DispatchTaskResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => DispatchTaskResult, { description: 'Dispatches a task to run now and returns its id at once.' })
   dispatchTask(
     @CurrentPrincipal() principal: Principal,

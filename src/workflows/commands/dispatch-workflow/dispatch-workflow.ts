@@ -17,6 +17,7 @@ import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { workflowDecider } from '../../domain/workflow.decider.js';
 import { DispatchWorkflowResult } from '../../workflow.types.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'A workflow to run now.' })
 export class DispatchWorkflowInput extends AppScopedInput {
@@ -142,6 +143,7 @@ export class DispatchWorkflowHandler implements ICommandHandler<DispatchWorkflow
 export class DispatchWorkflowResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => DispatchWorkflowResult, {
     description: 'Dispatches a workflow (optionally with a tag) and returns its id at once; its first decision is queued for a worker.',
   })

@@ -5,6 +5,7 @@ import type { Principal } from '../../../tokens/tokens.projection.js';
 import { SelectorActionResult } from '../../workflow.types.js';
 import { SelectorActionInput } from '../selector-action.input.js';
 import { SelectorActions } from '../selector-actions.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'Resume the workflows picked by `selector`.' })
 export class ResumeWorkflowsInput extends SelectorActionInput {}
@@ -25,6 +26,7 @@ export class ResumeWorkflowsHandler implements ICommandHandler<ResumeWorkflows, 
 export class ResumeWorkflowsResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => SelectorActionResult, {
     nullable: true,
     description: 'Resumes paused workflows picked by the selector; everything recorded while paused (task results, timers, events) is then acted on, in order. Running and final workflows are left as they are. Null only together with an error (NOT_FOUND for an unknown `{ id }` selector), so that `data` still holds the field: the original service\'s client reads it there.',

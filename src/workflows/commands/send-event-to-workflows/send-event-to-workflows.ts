@@ -10,6 +10,7 @@ import type { Principal } from '../../../tokens/tokens.projection.js';
 import { SelectorActionResult } from '../../workflow.types.js';
 import { SelectorActionInput } from '../selector-action.input.js';
 import { SelectorActions } from '../selector-actions.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'An event (name and data) for the workflows picked by `selector`.' })
 export class SendEventToWorkflowsInput extends SelectorActionInput {
@@ -41,6 +42,7 @@ export class SendEventToWorkflowsHandler implements ICommandHandler<SendEventToW
 export class SendEventToWorkflowsResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => SelectorActionResult, {
     nullable: true,
     description:

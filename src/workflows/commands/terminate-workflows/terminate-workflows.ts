@@ -6,6 +6,7 @@ import type { Principal } from '../../../tokens/tokens.projection.js';
 import { SelectorActionResult } from '../../workflow.types.js';
 import { SelectorActionInput } from '../selector-action.input.js';
 import { SelectorActions } from '../selector-actions.js';
+import { Requires } from '../../../tokens/roles.js';
 
 @InputType({ description: 'Terminate the workflows picked by `selector`.' })
 export class TerminateWorkflowsInput extends SelectorActionInput {
@@ -32,6 +33,7 @@ export class TerminateWorkflowsHandler implements ICommandHandler<TerminateWorkf
 export class TerminateWorkflowsResolver {
   constructor(private readonly commands: CommandBus) {}
 
+  @Requires('control')
   @Mutation(() => SelectorActionResult, {
     nullable: true,
     description:

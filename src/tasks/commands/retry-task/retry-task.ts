@@ -1,0 +1,58 @@
+import { Inject } from '@nestjs/common';
+import { Args, Field, ID, InputType, Mutation, Resolver } from '@nestjs/graphql';
+import { IsString, MaxLength } from 'class-validator';
+import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { DeciderRunner } from '../../../event-store/decider-runner.js';
+import { AppScopedInput } from '../../../graphql/common.types.js';
+import { CLOCK, type Clock } from '../../../shared/clock.js';
+import { contextFor } from '../../../shared/command-context.js';
+import { NotFoundError } from '../../../shared/errors.js';
+import { isUuid } from '../../../shared/ids.js';
+import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
+import { Requires } from '../../../tokens/roles.js';
+import type { Principal } from '../../../tokens/tokens.projection.js';
+import { taskDecider } from '../../domain/task.decider.js';
+import { TaskType, toTaskType } from '../../task.types.js';
+import { TasksReadModel } from '../../tasks.read-model.js';
+
+@InputType({ description: 'The failed standalone task to run again.' })
+export class RetryTaskInput extends AppScopedInput {
+  @Field(() => ID, { description: 'Id of the failed task (dispatchTask returned it).' })
+  @IsString()
+  @MaxLength(64)
+  id: string;
+}
+
+export class RetryTask {
+  constructor(readonly principal: Principal, readonly input: RetryTaskInput) {}
+}
+
+@CommandHandler(RetryTask)
+export class RetryTaskHandler implements ICommandHandler<RetryTask, TaskType> {
+  constructor(
+    private readonly runner: DeciderRunner,
+    private readonly tasks: TasksReadModel,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async execute({ principal, input }: RetryTask): Promise<TaskType> {
+    assertScope(principal, input.appId, input.environment);
+    if (!isUuid(input.id) || !this.tasks.get(input.appId, input.environment, input.id)) throw new NotFoundError('task', input.id);
+    await this.runner.run(`task-${input.id}`, taskDecider, { type: 'RetryTask', now: this.clock.now() }, contextFor(principal, input.appId, input.environment));
+    return toTaskType(this.tasks.get(input.appId, input.environment, input.id)!);
+  }
+}
+
+@Resolver()
+export class RetryTaskResolver {
+  constructor(private readonly commands: CommandBus) {}
+
+  @Requires('control')
+  @Mutation(() => TaskType, {
+    description:
+      'Runs a FAILED standalone task again: a fresh round of attempts under the retry policy its worker declares (`TaskRetried` in its history, with the token as actor). An unknown id is NOT_FOUND; a task that is not FAILED is a CONFLICT.',
+  })
+  retryTask(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'App, environment and the id of the failed task.' }) input: RetryTaskInput): Promise<TaskType> {
+    return this.commands.execute(new RetryTask(principal, input));
+  }
+}

@@ -1,0 +1,95 @@
+import { Inject } from '@nestjs/common';
+import { Args, InputType, Mutation, Resolver } from '@nestjs/graphql';
+import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { ReadFence } from '../../../event-store/read-fence.js';
+import { DeciderRunner } from '../../../event-store/decider-runner.js';
+import { EVENT_STORE, type EventStore } from '../../../event-store/event-store.port.js';
+import { CLOCK, type Clock } from '../../../shared/clock.js';
+import { contextFor } from '../../../shared/command-context.js';
+import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
+import { Requires } from '../../../tokens/roles.js';
+import type { Principal } from '../../../tokens/tokens.projection.js';
+import { failureCause, replayableHistory } from '../../domain/workflow-retry.js';
+import { workflowDecider } from '../../domain/workflow.decider.js';
+import { SelectorActionResult, SelectorActionStatus } from '../../workflow.types.js';
+import { WorkflowView, WorkflowsReadModel } from '../../workflows.read-model.js';
+import { SelectorActionInput } from '../selector-action.input.js';
+import { SelectorActions, toSelector } from '../selector-actions.js';
+
+@InputType({ description: 'Retry the FAILED workflows picked by `selector`: `{ id }`, or `{ name }` / `{ name, tag }` for every failed workflow of that name (and tag).' })
+export class RetryWorkflowsInput extends SelectorActionInput {}
+
+export class RetryWorkflows {
+  constructor(readonly principal: Principal, readonly input: RetryWorkflowsInput) {}
+}
+
+const BATCH = 64;
+
+@CommandHandler(RetryWorkflows)
+export class RetryWorkflowsHandler implements ICommandHandler<RetryWorkflows, SelectorActionResult> {
+  constructor(
+    private readonly actions: SelectorActions,
+    private readonly workflows: WorkflowsReadModel,
+    private readonly runner: DeciderRunner,
+    private readonly fence: ReadFence,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async execute({ principal, input }: RetryWorkflows): Promise<SelectorActionResult> {
+    assertScope(principal, input.appId, input.environment);
+    const selector = toSelector(input.selector);
+    const matched: WorkflowView[] =
+      'id' in selector
+        ? await this.actions.select(input.appId, input.environment, selector)
+        : await this.failed(input.appId, input.environment, selector.name, selector.tag ?? null);
+    const context = contextFor(principal, input.appId, input.environment);
+    let changed = 0;
+    for (let i = 0; i < matched.length; i += BATCH) {
+      const results = await Promise.all(matched.slice(i, i + BATCH).map((w) => this.retry(w.id, context)));
+      changed += results.filter(Boolean).length;
+    }
+    return {
+      status: matched.length > 0 ? SelectorActionStatus.OK : SelectorActionStatus.NO_MATCH,
+      matched: matched.length,
+      changed,
+      workflowIds: matched.map((w) => w.id),
+    };
+  }
+
+  /** Every FAILED workflow of that name (and tag), read page by page from the read model. */
+  private async failed(appId: string, environment: string, name: string, tag: string | null): Promise<WorkflowView[]> {
+    await this.fence.upToHead();
+    const found: WorkflowView[] = [];
+    for (let after: string | null = null; ; ) {
+      const page = this.workflows.page({ appId, environment, name, tag, status: 'failed' }, 500, after);
+      found.push(...page.nodes);
+      if (!page.pageInfo.hasNextPage) return found;
+      after = page.pageInfo.endCursor;
+    }
+  }
+
+  /** The tasks to reset come from the history: the ones whose failure the failing decision saw. */
+  private async retry(workflowId: string, context: ReturnType<typeof contextFor>): Promise<boolean> {
+    const streamId = `workflow-${workflowId}`;
+    const recorded = await this.store.readStream(streamId);
+    const history = replayableHistory(recorded.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data as any })));
+    const resetTasks = failureCause(history)?.resetTasks ?? [];
+    const result = await this.runner.run(streamId, workflowDecider, { type: 'RetryWorkflow', resetTasks, now: this.clock.now() }, context);
+    return result.events.length > 0;
+  }
+}
+
+@Resolver()
+export class RetryWorkflowsResolver {
+  constructor(private readonly commands: CommandBus) {}
+
+  @Requires('control')
+  @Mutation(() => SelectorActionResult, {
+    description:
+      'Retries FAILED workflows: each resumes from its last successful decision, not from the start (`WorkflowRetried` in its history, with the token as actor). The tasks whose failure failed it run again; results already recorded are kept. A selector by name (and tag) picks every FAILED workflow of that name; workflows in other states match but are not changed.',
+  })
+  retryWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to retry (app, environment, selector).' }) input: RetryWorkflowsInput): Promise<SelectorActionResult> {
+    return this.commands.execute(new RetryWorkflows(principal, input));
+  }
+}

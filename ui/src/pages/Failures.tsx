@@ -1,0 +1,101 @@
+import { Alert, Anchor, Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
+import { Fragment, useState } from 'react';
+import { Scope, gql } from '../api';
+import { shortId, time, useAction, usePolling, useSession } from '../shared';
+
+const FAILURES = `query($appId: String!, $environment: String!) { failures(appId: $appId, environment: $environment) { kind name error count firstSeenAt lastSeenAt ids } }`;
+
+/** Retries many in as few requests as the query-cost limit allows (aliased mutations, 100 per request). */
+async function retryAll(scope: Scope, kind: string, ids: string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 100) {
+    const chunk = ids.slice(i, i + 100);
+    const fields = chunk.map((id, j) =>
+      kind === 'WORKFLOW'
+        ? `r${j}: retryWorkflows(input: { appId: $appId, environment: $environment, selector: { id: ${JSON.stringify(id)} } }) { changed }`
+        : `r${j}: retryTask(input: { appId: $appId, environment: $environment, id: ${JSON.stringify(id)} }) { id }`,
+    );
+    await gql(`mutation($appId: String!, $environment: String!) { ${fields.join('\n')} }`, { ...scope });
+  }
+}
+
+export function FailuresPage() {
+  const { scope, canControl } = useSession();
+  const { data, error, reload } = usePolling(() => gql(FAILURES, scope), [scope.appId, scope.environment]);
+  const action = useAction(reload);
+  const [open, setOpen] = useState<string | null>(null);
+
+  return (
+    <Stack>
+      <Title order={3}>Failures</Title>
+      <Text size="sm" c="dimmed">
+        Failed workflows and standalone tasks, grouped by name and error. A retried workflow resumes from its last successful step.
+      </Text>
+      {(error || action.error) && <Alert color="red">{error ?? action.error}</Alert>}
+      {data && data.failures.length === 0 && <Alert color="green">Nothing is failed.</Alert>}
+      <Table striped data-testid="failures-table">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Kind</Table.Th>
+            <Table.Th>Name</Table.Th>
+            <Table.Th>Error</Table.Th>
+            <Table.Th>Count</Table.Th>
+            <Table.Th>First seen</Table.Th>
+            <Table.Th>Last seen</Table.Th>
+            <Table.Th />
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {(data?.failures ?? []).map((g: any) => {
+            const key = `${g.kind}:${g.name}:${g.error}`;
+            return (
+              <Fragment key={key}>
+                <Table.Tr>
+                  <Table.Td>
+                    <Badge variant="light">{g.kind}</Badge>
+                  </Table.Td>
+                  <Table.Td>{g.name}</Table.Td>
+                  <Table.Td>
+                    <Text c="red" size="sm">
+                      {g.error}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td>{g.count}</Table.Td>
+                  <Table.Td>{time(g.firstSeenAt)}</Table.Td>
+                  <Table.Td>{time(g.lastSeenAt)}</Table.Td>
+                  <Table.Td>
+                    <Group gap="xs" wrap="nowrap">
+                      <Button size="xs" variant="default" onClick={() => setOpen(open === key ? null : key)}>
+                        {open === key ? 'Hide' : 'Show'}
+                      </Button>
+                      {canControl && (
+                        <Button size="xs" color="orange" onClick={() => action.run(() => retryAll(scope, g.kind, g.ids))}>
+                          Retry all {g.count}
+                        </Button>
+                      )}
+                    </Group>
+                  </Table.Td>
+                </Table.Tr>
+                {open === key &&
+                  g.ids.map((id: string) => (
+                    <Table.Tr key={id}>
+                      <Table.Td />
+                      <Table.Td colSpan={4}>
+                        {g.kind === 'WORKFLOW' ? <Anchor href={`#/workflows/${id}`}>{id}</Anchor> : <Text ff="monospace" size="sm">{id}</Text>}
+                      </Table.Td>
+                      <Table.Td colSpan={2}>
+                        {canControl && (
+                          <Button size="xs" variant="light" color="orange" onClick={() => action.run(() => retryAll(scope, g.kind, [id]))}>
+                            Retry {shortId(id)}
+                          </Button>
+                        )}
+                      </Table.Td>
+                    </Table.Tr>
+                  ))}
+              </Fragment>
+            );
+          })}
+        </Table.Tbody>
+      </Table>
+    </Stack>
+  );
+}

@@ -1,0 +1,131 @@
+import { Alert, Anchor, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
+import cronstrue from 'cronstrue';
+import { Fragment, useState } from 'react';
+import { HistoryEvent, gql, readHistory } from '../api';
+import { ConfirmButton, StateBadge, shortId, time, useAction, usePolling, useSession } from '../shared';
+
+const SCHEDULES = `query($filter: ScheduleFilterInput!) { schedules(filter: $filter, first: 200) { nodes {
+  id kind name tag cron timezone state nextFireAt lastFiredAt firedCount skippedCount triggeredCount nextFirings(count: 5) { at local } } } }`;
+
+function inWords(cron: string): string {
+  try {
+    return cronstrue.toString(cron, { use24HourTimeFormat: true, verbose: false });
+  } catch {
+    return cron;
+  }
+}
+
+/** A date in the schedule's own time zone. */
+const zoned = (iso: string, timezone: string) => `${new Date(iso).toLocaleString(undefined, { timeZone: timezone, hour12: false })}`;
+
+function LastFirings({ id }: { id: string }) {
+  const { scope } = useSession();
+  const { data } = usePolling(() => readHistory('schedule', scope, id), [id], 5000);
+  const firings = (data ?? []).filter((e: HistoryEvent) => e.type === 'ScheduleFired' || e.type === 'ScheduleTriggered').slice(-10).reverse();
+  if (firings.length === 0) return <Text size="sm">No firings yet.</Text>;
+  return (
+    <Stack gap={2}>
+      {firings.map((e) => (
+        <Text size="sm" key={e.revision}>
+          {time(e.recordedAt)} {e.type === 'ScheduleTriggered' ? '(triggered)' : ''} →{' '}
+          {e.data.dispatchId ? <Anchor href={`#/workflows/${e.data.dispatchId}`}>{shortId(e.data.dispatchId)}</Anchor> : '—'}
+        </Text>
+      ))}
+    </Stack>
+  );
+}
+
+export function SchedulesPage() {
+  const { scope, canControl } = useSession();
+  const { data, error, reload } = usePolling(() => gql(SCHEDULES, { filter: scope }), [scope.appId, scope.environment]);
+  const action = useAction(reload);
+  const [open, setOpen] = useState<string | null>(null);
+  const act = (field: string, input: string, id: string) => action.run(() => gql(`mutation($input: ${input}!) { ${field}(input: $input) { id } }`, { input: { ...scope, id } }));
+
+  return (
+    <Stack>
+      <Title order={3}>Schedules</Title>
+      {(error || action.error) && <Alert color="red">{error ?? action.error}</Alert>}
+      <Table striped data-testid="schedules-table">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Name</Table.Th>
+            <Table.Th>When</Table.Th>
+            <Table.Th>State</Table.Th>
+            <Table.Th>Next five firings</Table.Th>
+            <Table.Th>Last fired</Table.Th>
+            <Table.Th />
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {(data?.schedules.nodes ?? []).map((s: any) => (
+            <Fragment key={s.id}>
+              <Table.Tr data-schedule={s.name}>
+                <Table.Td>
+                  {s.name}
+                  <Text size="xs" c="dimmed">
+                    {s.kind.toLowerCase()} {s.tag ? `· ${s.tag}` : ''} · {shortId(s.id)}
+                  </Text>
+                </Table.Td>
+                <Table.Td>
+                  <Text size="sm">{inWords(s.cron)}</Text>
+                  <Text size="xs" c="dimmed" ff="monospace">
+                    {s.cron} ({s.timezone})
+                  </Text>
+                </Table.Td>
+                <Table.Td>
+                  <StateBadge state={s.state} />
+                </Table.Td>
+                <Table.Td>
+                  {s.nextFirings.map(({ at: f }: { at: string }) => (
+                    <Text size="xs" key={f}>
+                      {zoned(f, s.timezone)}
+                    </Text>
+                  ))}
+                </Table.Td>
+                <Table.Td>
+                  <Text size="sm">{time(s.lastFiredAt)}</Text>
+                  <Text size="xs" c="dimmed">
+                    {s.firedCount} fired · {s.skippedCount} skipped · {s.triggeredCount} triggered
+                  </Text>
+                </Table.Td>
+                <Table.Td>
+                  <Group gap="xs" wrap="nowrap">
+                    <Button size="xs" variant="default" onClick={() => setOpen(open === s.id ? null : s.id)}>
+                      Firings
+                    </Button>
+                    {canControl && s.state === 'ACTIVE' && (
+                      <Button size="xs" variant="light" onClick={() => act('pauseSchedule', 'PauseScheduleInput', s.id)}>
+                        Pause
+                      </Button>
+                    )}
+                    {canControl && s.state === 'PAUSED' && (
+                      <Button size="xs" variant="light" onClick={() => act('resumeSchedule', 'ResumeScheduleInput', s.id)}>
+                        Resume
+                      </Button>
+                    )}
+                    {canControl && s.state !== 'DELETED' && (
+                      <>
+                        <Button size="xs" variant="light" color="teal" onClick={() => act('triggerSchedule', 'TriggerScheduleInput', s.id)}>
+                          Trigger now
+                        </Button>
+                        <ConfirmButton label="Delete" question={`Delete the schedule of ${s.name}? It never fires again.`} onConfirm={() => act('deleteSchedule', 'DeleteScheduleInput', s.id)} />
+                      </>
+                    )}
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+              {open === s.id && (
+                <Table.Tr>
+                  <Table.Td colSpan={6}>
+                    <LastFirings id={s.id} />
+                  </Table.Td>
+                </Table.Tr>
+              )}
+            </Fragment>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </Stack>
+  );
+}

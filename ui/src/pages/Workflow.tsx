@@ -1,0 +1,303 @@
+import { Accordion, Alert, Anchor, Badge, Button, Card, Code, Group, Modal, SimpleGrid, Stack, Table, Text, TextInput, Textarea, Title } from '@mantine/core';
+import { useState } from 'react';
+import { HistoryEvent, gql, readHistory } from '../api';
+import { ConfirmButton, JsonBlock, StateBadge, shortId, time, useAction, usePolling, useSession } from '../shared';
+
+const WORKFLOW = `query($appId: String!, $environment: String!, $id: ID!, $children: WorkflowFilterInput!) {
+  workflow(appId: $appId, environment: $environment, id: $id) { id name version tag state input output error parentId scheduleId createdAt updatedAt }
+  workflows(filter: $children, first: 100) { nodes { id name tag state createdAt } }
+}`;
+
+interface Attempt {
+  attempt: number;
+  workerId: string;
+  startedAt: string;
+  endedAt: string | null;
+  outcome: 'running' | 'completed' | 'failed';
+  error: string | null;
+}
+interface TaskRow {
+  seq: number;
+  name: string;
+  args: unknown;
+  state: string;
+  attempts: Attempt[];
+}
+
+/** The workflow's tasks and each attempt, read from its history. */
+function tasksOf(history: HistoryEvent[]): TaskRow[] {
+  const tasks = new Map<number, TaskRow>();
+  for (const e of history) {
+    const task = tasks.get(e.data?.seq);
+    const current = task?.attempts[task.attempts.length - 1];
+    switch (e.type) {
+      case 'TaskScheduled':
+        tasks.set(e.data.seq, { seq: e.data.seq, name: e.data.name, args: e.data.args, state: 'PENDING', attempts: [] });
+        break;
+      case 'TaskStarted':
+        if (task) {
+          task.attempts.push({ attempt: e.data.attempt, workerId: e.data.workerId, startedAt: e.data.startedAt, endedAt: null, outcome: 'running', error: null });
+          task.state = 'RUNNING';
+        }
+        break;
+      case 'TaskCompleted':
+        if (task && current) Object.assign(current, { endedAt: e.recordedAt, outcome: 'completed' });
+        if (task) task.state = 'COMPLETED';
+        break;
+      case 'TaskAttemptFailed':
+        if (task && current) Object.assign(current, { endedAt: e.recordedAt, outcome: 'failed', error: `${e.data.reason}: ${e.data.error?.message}` });
+        if (task) task.state = e.data.retryAt ? 'PENDING' : task.state;
+        break;
+      case 'TaskFailed':
+        if (task) task.state = 'FAILED';
+        break;
+      case 'WorkflowRetried':
+        for (const seq of e.data.resetTasks ?? []) {
+          const reset = tasks.get(seq);
+          if (reset) reset.state = 'PENDING';
+        }
+        break;
+    }
+  }
+  return [...tasks.values()];
+}
+
+function summary(e: HistoryEvent): string {
+  const d = e.data ?? {};
+  if (d.error?.message) return d.error.message;
+  switch (e.type) {
+    case 'WorkflowDispatched':
+      return `${d.name}(${JSON.stringify(d.input).slice(1, -1)})${d.tag ? ` tag ${d.tag}` : ''}`;
+    case 'TaskScheduled':
+      return `#${d.seq} ${d.name}`;
+    case 'TaskStarted':
+      return `#${d.seq} attempt ${d.attempt} on ${d.workerId}`;
+    case 'TaskCompleted':
+      return `#${d.seq} → ${JSON.stringify(d.result)}`;
+    case 'DecisionCompleted':
+      return (d.commands ?? []).map((c: { type: string; name?: string }) => c.type + (c.name ? ` ${c.name}` : '')).join(', ') || 'no new commands';
+    case 'DecisionFailed':
+      return `${d.code}: ${d.message}`;
+    case 'WorkflowEventReceived':
+      return `${d.name} ${JSON.stringify(d.data)}`;
+    case 'WorkflowCompleted':
+      return JSON.stringify(d.result);
+    case 'WorkflowTerminated':
+      return d.reason ?? '';
+    case 'WorkflowRetried':
+      return d.resetTasks?.length ? `tasks ${d.resetTasks.map((s: number) => `#${s}`).join(', ')} run again` : 'the last decision runs again';
+    case 'TimerStarted':
+      return `#${d.seq} fires at ${time(d.fireAt)}`;
+    default:
+      return d.seq !== undefined ? `#${d.seq}` : '';
+  }
+}
+
+const duration = (a: Attempt) => (a.endedAt ? `${Math.max(0, Date.parse(a.endedAt) - Date.parse(a.startedAt))} ms` : 'running');
+
+export function WorkflowPage({ id }: { id: string }) {
+  const { scope, canControl } = useSession();
+  const { data, error, reload } = usePolling(async () => {
+    const [main, history] = await Promise.all([gql(WORKFLOW, { ...scope, id, children: { ...scope, parentId: id } }), readHistory('workflow', scope, id).catch(() => [] as HistoryEvent[])]);
+    return { ...main, history };
+  }, [id, scope.appId, scope.environment]);
+  const action = useAction(reload);
+  const [sending, setSending] = useState(false);
+  const [eventName, setEventName] = useState('');
+  const [eventData, setEventData] = useState('[]');
+
+  const w = data?.workflow;
+  if (error) return <Alert color="red">{error}</Alert>;
+  if (!data) return <Text>Loading…</Text>;
+  if (!w) return <Alert color="yellow">No workflow {id} in {scope.appId} / {scope.environment}.</Alert>;
+
+  const selector = { ...scope, selector: { id } };
+  const mutate = (field: string, input: string, extra: Record<string, unknown> = {}) =>
+    action.run(() => gql(`mutation($input: ${input}!) { ${field}(input: $input) { status } }`, { input: { ...selector, ...extra } }));
+  const history: HistoryEvent[] = data.history;
+  const tasks = tasksOf(history);
+
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Group>
+          <Title order={3}>{w.version ?? w.name}</Title>
+          <StateBadge state={w.state} />
+          {w.tag && <Badge variant="outline">{w.tag}</Badge>}
+        </Group>
+        {canControl && (
+          <Group gap="xs" data-testid="workflow-actions">
+            {w.state === 'RUNNING' && (
+              <Button size="xs" variant="light" onClick={() => mutate('pauseWorkflows', 'PauseWorkflowsInput')}>
+                Pause
+              </Button>
+            )}
+            {w.state === 'PAUSED' && (
+              <Button size="xs" variant="light" onClick={() => mutate('resumeWorkflows', 'ResumeWorkflowsInput')}>
+                Resume
+              </Button>
+            )}
+            {(w.state === 'RUNNING' || w.state === 'PAUSED') && (
+              <>
+                <Button size="xs" variant="light" onClick={() => setSending(true)}>
+                  Send event
+                </Button>
+                <ConfirmButton label="Terminate" question="Terminate this workflow? It cannot be resumed." onConfirm={() => mutate('terminateWorkflows', 'TerminateWorkflowsInput')} />
+              </>
+            )}
+            {w.state === 'FAILED' && (
+              <Button size="xs" color="orange" onClick={() => mutate('retryWorkflows', 'RetryWorkflowsInput')}>
+                Retry
+              </Button>
+            )}
+          </Group>
+        )}
+      </Group>
+      {action.error && <Alert color="red">{action.error}</Alert>}
+      <SimpleGrid cols={4}>
+        <Text size="sm">
+          <b>Id</b> <Code>{w.id}</Code>
+        </Text>
+        <Text size="sm">
+          <b>Dispatched</b> {time(w.createdAt)}
+        </Text>
+        <Text size="sm">
+          <b>Parent</b> {w.parentId ? <Anchor href={`#/workflows/${w.parentId}`}>{shortId(w.parentId)}</Anchor> : '—'}
+        </Text>
+        <Text size="sm">
+          <b>Schedule</b> {w.scheduleId ? shortId(w.scheduleId) : '—'}
+        </Text>
+      </SimpleGrid>
+      <SimpleGrid cols={2}>
+        <JsonBlock label="Input" value={w.input} />
+        {w.state === 'FAILED' ? (
+          <Stack gap={4}>
+            <Text size="sm" fw={600}>
+              Error
+            </Text>
+            <Alert color="red" data-testid="workflow-error">
+              {w.error}
+            </Alert>
+          </Stack>
+        ) : (
+          <JsonBlock label="Output" value={w.output} />
+        )}
+      </SimpleGrid>
+
+      {data.workflows.nodes.length > 0 && (
+        <Card withBorder>
+          <Title order={5} mb="xs">
+            Children
+          </Title>
+          <Table>
+            <Table.Tbody>
+              {data.workflows.nodes.map((c: any) => (
+                <Table.Tr key={c.id}>
+                  <Table.Td>
+                    <Anchor href={`#/workflows/${c.id}`}>{shortId(c.id)}</Anchor>
+                  </Table.Td>
+                  <Table.Td>{c.name}</Table.Td>
+                  <Table.Td>{c.tag}</Table.Td>
+                  <Table.Td>
+                    <StateBadge state={c.state} />
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Card>
+      )}
+
+      <Card withBorder>
+        <Title order={5} mb="xs">
+          Tasks
+        </Title>
+        <Table data-testid="tasks-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>#</Table.Th>
+              <Table.Th>Task</Table.Th>
+              <Table.Th>State</Table.Th>
+              <Table.Th>Attempts</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {tasks.map((t) => (
+              <Table.Tr key={t.seq}>
+                <Table.Td>{t.seq}</Table.Td>
+                <Table.Td>
+                  {t.name}
+                  <Text size="xs" c="dimmed" ff="monospace">
+                    {JSON.stringify(t.args)}
+                  </Text>
+                </Table.Td>
+                <Table.Td>
+                  <StateBadge state={t.state} />
+                </Table.Td>
+                <Table.Td>
+                  {t.attempts.map((a, i) => (
+                    <Text key={i} size="xs">
+                      #{a.attempt} {a.outcome} in {duration(a)} on {a.workerId}
+                      {a.error && <Text span c="red" size="xs">{` — ${a.error}`}</Text>}
+                    </Text>
+                  ))}
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Card>
+
+      <Card withBorder>
+        <Title order={5} mb="xs">
+          Timeline ({history.length} events)
+        </Title>
+        <Accordion multiple variant="contained" chevronPosition="left" data-testid="timeline">
+          {history.map((e) => (
+            <Accordion.Item key={e.revision} value={String(e.revision)}>
+              <Accordion.Control>
+                <Group gap="sm" wrap="nowrap">
+                  <Text size="xs" c="dimmed" w={28}>
+                    {e.revision}
+                  </Text>
+                  <Badge variant="light" color={/Failed|Terminated/.test(e.type) ? 'red' : /Completed|Retried/.test(e.type) ? 'green' : 'blue'} w={190}>
+                    {e.type}
+                  </Badge>
+                  <Text size="sm" style={{ flex: 1 }} lineClamp={1} data-testid="timeline-summary">
+                    {summary(e)}
+                  </Text>
+                  {e.data?.attempt !== undefined && <Badge variant="outline">attempt {e.data.attempt}</Badge>}
+                  <Text size="xs" c="dimmed">
+                    {e.metadata?.actor}
+                  </Text>
+                  <Text size="xs" c="dimmed" w={150}>
+                    {time(e.recordedAt)}
+                  </Text>
+                </Group>
+              </Accordion.Control>
+              <Accordion.Panel>
+                <Code block>{JSON.stringify({ data: e.data, metadata: e.metadata }, null, 2)}</Code>
+              </Accordion.Panel>
+            </Accordion.Item>
+          ))}
+        </Accordion>
+      </Card>
+
+      <Modal opened={sending} onClose={() => setSending(false)} title="Send an event">
+        <Stack>
+          <TextInput label="Event name" value={eventName} onChange={(e) => setEventName(e.currentTarget.value)} />
+          <Textarea label="Data (a JSON array)" value={eventData} onChange={(e) => setEventData(e.currentTarget.value)} autosize minRows={2} />
+          <Button
+            disabled={!eventName}
+            onClick={async () => {
+              await action.run(() => gql('mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { status } }', { input: { ...selector, name: eventName, data: eventData } }));
+              setSending(false);
+            }}
+          >
+            Send
+          </Button>
+        </Stack>
+      </Modal>
+    </Stack>
+  );
+}

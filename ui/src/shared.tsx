@@ -1,0 +1,136 @@
+import { Badge, Button, Code, Group, Modal, Stack, Text } from '@mantine/core';
+import { createContext, useCallback, useContext, useEffect, useRef, useState } from 'react';
+import { ApiError, Scope, Viewer } from './api';
+
+export interface Session {
+  viewer: Viewer;
+  scope: Scope;
+  canControl: boolean;
+  navigate: (path: string) => void;
+}
+
+export const SessionContext = createContext<Session | null>(null);
+export const useSession = (): Session => useContext(SessionContext)!;
+
+/** Loads `load()` now and every `intervalMs` (live updates without reloading the page). */
+export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalMs = 2000): { data: T | undefined; error: string | null; reload: () => void } {
+  const [data, setData] = useState<T>();
+  const [error, setError] = useState<string | null>(null);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const [tick, setTick] = useState(0);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  useEffect(() => {
+    let alive = true;
+    let timer: ReturnType<typeof setTimeout>;
+    const run = async () => {
+      try {
+        const value = await loadRef.current();
+        if (alive) {
+          setData(value);
+          setError(null);
+        }
+      } catch (e) {
+        if (alive) setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      }
+      if (alive && intervalMs > 0) timer = setTimeout(run, intervalMs);
+    };
+    void run();
+    return () => {
+      alive = false;
+      clearTimeout(timer);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, tick, intervalMs]);
+  return { data, error, reload };
+}
+
+const STATE_COLORS: Record<string, string> = {
+  RUNNING: 'blue',
+  PAUSED: 'yellow',
+  COMPLETED: 'green',
+  FAILED: 'red',
+  TERMINATED: 'gray',
+  PENDING: 'cyan',
+  ACTIVE: 'green',
+  DELETED: 'gray',
+};
+
+export const StateBadge = ({ state }: { state: string }) => (
+  <Badge color={STATE_COLORS[state] ?? 'gray'} variant="light" data-state={state}>
+    {state}
+  </Badge>
+);
+
+export const time = (iso: string | null | undefined): string => (iso ? new Date(iso).toLocaleString(undefined, { hour12: false }) : '—');
+
+export const shortId = (id: string): string => `${id.slice(0, 8)}…${id.slice(-4)}`;
+
+export function prettyJson(raw: string | null | undefined): string {
+  if (raw == null) return '';
+  try {
+    return JSON.stringify(JSON.parse(raw), null, 2);
+  } catch {
+    return raw;
+  }
+}
+
+export const JsonBlock = ({ value, label }: { value: string | null; label: string }) => (
+  <Stack gap={4}>
+    <Text size="sm" fw={600}>
+      {label}
+    </Text>
+    <Code block>{value == null ? '—' : prettyJson(value)}</Code>
+  </Stack>
+);
+
+/** A button that asks before doing something that cannot be undone. */
+export function ConfirmButton(props: { label: string; question: string; color?: string; onConfirm: () => Promise<unknown>; size?: string }) {
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  return (
+    <>
+      <Button size={props.size ?? 'xs'} color={props.color ?? 'red'} variant="light" onClick={() => setOpen(true)}>
+        {props.label}
+      </Button>
+      <Modal opened={open} onClose={() => setOpen(false)} title={props.label}>
+        <Text mb="md">{props.question}</Text>
+        <Group justify="flex-end">
+          <Button variant="default" onClick={() => setOpen(false)}>
+            Cancel
+          </Button>
+          <Button
+            color={props.color ?? 'red'}
+            loading={busy}
+            onClick={async () => {
+              setBusy(true);
+              try {
+                await props.onConfirm();
+              } finally {
+                setBusy(false);
+                setOpen(false);
+              }
+            }}
+          >
+            Confirm
+          </Button>
+        </Group>
+      </Modal>
+    </>
+  );
+}
+
+/** Runs an action and reports its error in a line under the buttons. */
+export function useAction(after?: () => void): { run: (action: () => Promise<unknown>) => Promise<void>; error: string | null } {
+  const [error, setError] = useState<string | null>(null);
+  const run = async (action: () => Promise<unknown>) => {
+    setError(null);
+    try {
+      await action();
+      after?.();
+    } catch (e) {
+      setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+    }
+  };
+  return { run, error };
+}
