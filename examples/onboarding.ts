@@ -1,4 +1,4 @@
-import { defineTask, defineWorkflow } from '../src/sdk/index.js';
+import { defineTask, defineWorkflow } from '@baton/sdk';
 
 /** Sends the welcome email (here: logs it; swap in your mailer). */
 export const sendWelcomeEmail = defineTask(

@@ -1,4 +1,4 @@
-import { RetryableError, defineTask, defineWorkflow, tagged } from '../src/sdk/index.js';
+import { RetryableError, defineTask, defineWorkflow, tagged } from '@baton/sdk';
 
 interface Order {
   id: string;

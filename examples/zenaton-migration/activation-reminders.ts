@@ -1,4 +1,4 @@
-import { defineTask, defineWorkflow } from '../../src/sdk/index.js';
+import { defineTask, defineWorkflow } from '@baton/sdk';
 
 /** The task: a plain async function, registered under the name the workflow and clients use. */
 export const sendEmail = defineTask(

@@ -41,12 +41,41 @@ export interface WorkflowSummary {
   input: string;
   output: string | null;
   error: string | null;
+  /** The answers of its query handlers (`ctx.onQuery`) as of its last decision, as a JSON object string. */
+  queries: string | null;
   createdAt: string;
   updatedAt: string;
 }
 
+/** A workflow that ended as FAILED or TERMINATED, thrown by `result()`. */
+export class WorkflowEndedError extends Error {
+  constructor(
+    readonly workflowId: string,
+    readonly state: 'FAILED' | 'TERMINATED',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WorkflowEndedError';
+  }
+}
+
+/**
+ * What `dispatchWorkflow` answers: a promise of the new workflow's id (awaiting it works as
+ * before), which can also wait for the workflow's result.
+ */
+export type DispatchedWorkflow = Promise<string> & {
+  /**
+   * Waits until the workflow completes and resolves with its result (parsed JSON); rejects with
+   * {@link WorkflowEndedError} when it fails or is terminated. Long-polls the server (no busy loop).
+   * @example
+   * const total = await baton.dispatchWorkflow({ appId: 'demo', environment: 'dev', name: 'Checkout', input: [cart] }).result<number>();
+   */
+  result<T = unknown>(options?: { timeoutMs?: number }): Promise<T>;
+};
+
 const SELECTOR_RESULT = '{ status matched changed workflowIds }';
-const WORKFLOW_FIELDS = '{ id name version tag state input output error createdAt updatedAt }';
+const WORKFLOW_FIELDS = '{ id name version tag state input output error queries createdAt updatedAt }';
+const FINAL = new Set(['COMPLETED', 'FAILED', 'TERMINATED']);
 
 /**
  * A typed client for Baton's GraphQL API: the eight documented mutations and the queries.
@@ -99,12 +128,57 @@ export class Client {
     return data.dispatchTask.id;
   }
 
-  async dispatchWorkflow(input: { appId: string; environment: string; name: string; input?: unknown[]; tag?: string }): Promise<string> {
-    const data = await this.request<{ dispatchWorkflow: { id: string } }>(
-      'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }',
-      { input: { ...input, input: JSON.stringify(input.input ?? []) } },
-    );
-    return data.dispatchWorkflow.id;
+  /**
+   * Dispatches a workflow and answers its id; `.result()` on the answer waits for its result.
+   * With `idempotencyKey`, retrying after a timeout answers the first dispatch's id instead of
+   * starting a second workflow.
+   */
+  dispatchWorkflow(input: { appId: string; environment: string; name: string; input?: unknown[]; tag?: string; idempotencyKey?: string }): DispatchedWorkflow {
+    const id = this.request<{ dispatchWorkflow: { id: string } }>('mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
+      input: { ...input, input: JSON.stringify(input.input ?? []) },
+    }).then((data) => data.dispatchWorkflow.id);
+    return Object.assign(id, {
+      result: <T>(options?: { timeoutMs?: number }) => id.then((workflowId) => this.workflowResult<T>(input.appId, input.environment, workflowId, options)),
+    });
+  }
+
+  /**
+   * Waits (long poll, up to `waitMs` per request) until the workflow has ended, then answers it;
+   * answers it as it is once `timeoutMs` has passed.
+   */
+  async awaitWorkflow(appId: string, environment: string, id: string, options: { timeoutMs?: number } = {}): Promise<WorkflowSummary | null> {
+    const deadline = Date.now() + (options.timeoutMs ?? Number.POSITIVE_INFINITY);
+    for (;;) {
+      const waitMs = Math.max(0, Math.min(20_000, deadline - Date.now()));
+      const data = await this.request<{ awaitWorkflow: WorkflowSummary | null }>(
+        `query($appId: String!, $environment: String!, $id: ID!, $waitMs: Int) { awaitWorkflow(appId: $appId, environment: $environment, id: $id, waitMs: $waitMs) ${WORKFLOW_FIELDS} }`,
+        { appId, environment, id, waitMs },
+        { extraTimeoutMs: waitMs },
+      );
+      if (!data.awaitWorkflow || FINAL.has(data.awaitWorkflow.state) || Date.now() >= deadline) return data.awaitWorkflow;
+    }
+  }
+
+  /** The result of a workflow once it completes (see `dispatchWorkflow(...).result()`). */
+  async workflowResult<T = unknown>(appId: string, environment: string, id: string, options: { timeoutMs?: number } = {}): Promise<T> {
+    const workflow = await this.awaitWorkflow(appId, environment, id, options);
+    if (!workflow) throw new BatonRequestError(`workflow ${id} not found`, 'NOT_FOUND', 200);
+    if (workflow.state === 'COMPLETED') return (workflow.output === null ? undefined : JSON.parse(workflow.output)) as T;
+    if (workflow.state === 'FAILED' || workflow.state === 'TERMINATED') throw new WorkflowEndedError(id, workflow.state, workflow.error ?? `workflow ${id} ${workflow.state.toLowerCase()}`);
+    throw new BatonRequestError(`workflow ${id} is still ${workflow.state} after ${options.timeoutMs} ms`, 'TIMEOUT', 200);
+  }
+
+  /**
+   * A running (or ended) workflow's answer to one of its query handlers (`ctx.onQuery(name, …)`),
+   * as of its last decision; undefined when it has no such query (yet).
+   * @example
+   * const step = await baton.queryWorkflow<string>('demo', 'dev', id, 'step');
+   */
+  async queryWorkflow<T = unknown>(appId: string, environment: string, id: string, name: string): Promise<T | undefined> {
+    const workflow = await this.workflow(appId, environment, id);
+    if (!workflow) throw new BatonRequestError(`workflow ${id} not found`, 'NOT_FOUND', 200);
+    const answers = workflow.queries === null ? {} : (JSON.parse(workflow.queries) as Record<string, T>);
+    return answers[name];
   }
 
   async scheduleTask(input: { appId: string; environment: string; cron: string; name: string; input?: unknown[]; timezone?: string }): Promise<string> {

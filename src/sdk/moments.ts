@@ -127,8 +127,15 @@ function toInstant(format: Intl.DateTimeFormat, year: number, month: number, day
     if (diff === 0) break;
     guess += diff;
   }
+  const shows = (instant: number) => {
+    const w = wallClock(format, instant);
+    return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
+  };
+  if (shows(guess) !== target) {
+    // Skipped by a jump forward: the instant an hour on, which shows the wall time plus the jump.
+    return [guess - 3_600_000, guess, guess + 3_600_000].find((t) => shows(t) > target) ?? guess;
+  }
   // Prefer the earlier of two instants showing the same wall time (the first pass of a repeated hour).
   const earlier = guess - 3_600_000;
-  const w = wallClock(format, earlier);
-  return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) === target ? earlier : guess;
+  return shows(earlier) === target ? earlier : guess;
 }

@@ -42,7 +42,7 @@ describe('baton CLI', () => {
     const created = baton(['tokens', 'create', '--app', 'demo', '--store', `sqlite:${file}`, '--create']);
     expect(created.code).toBe(0);
     expect(created.stdout.trim().split('\n').pop()).toMatch(/^baton_/);
-    expect(baton(['tokens', 'list', '--store', `sqlite:${file}`]).stdout).toMatch(/active +apps=demo/);
+    expect(baton(['tokens', 'list', '--store', `sqlite:${file}`]).stdout).toMatch(/active +role=admin +apps=demo/);
   });
 });
 

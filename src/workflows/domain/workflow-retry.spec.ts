@@ -55,7 +55,7 @@ describe('retrying a failed workflow', () => {
         expect(state.status).toBe('running');
         expect(decisionClaimable(state, T0 + 10)).toBe(true);
         expect(claimableTasks(state, T0 + 10)).toEqual([1]);
-        if (state.status !== 'none') expect(state.tasks[0].attempt.status).toBe('completed');
+        if (state.status !== 'none') expect(state.tasks.get(0)?.attempt.status).toBe('completed');
       });
   });
 

@@ -2,6 +2,7 @@ import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
 import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
+import { ProjectionRunner } from '../../event-store/projection-runner.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
@@ -10,6 +11,7 @@ import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from '../workflow.types.js';
 import { WorkflowsReadModel } from '../workflows.read-model.js';
+import { FINAL_STATUSES } from '../domain/workflow.decider.js';
 import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which workflows to list.' })
@@ -96,12 +98,23 @@ export class WorkflowActivityBucket {
   failed: number;
 }
 
+@ArgsType()
+class AwaitWorkflowArgs extends AppScopedIdArgs {
+  @Field(() => Int, { nullable: true, description: 'Longest wait, in milliseconds (default 20000, at most 60000).' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  waitMs?: number;
+}
+
 @Resolver(() => WorkflowType)
 export class WorkflowQueriesResolver {
   constructor(
     private readonly readModel: WorkflowsReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly fence: ReadFence,
+    private readonly projections: ProjectionRunner,
   ) {}
 
   @Requires('read')
@@ -111,6 +124,31 @@ export class WorkflowQueriesResolver {
     await this.fence.upToHead();
     const view = this.readModel.get(args.appId, args.environment, args.id);
     return view ? toWorkflowType(view) : null;
+  }
+
+  @Requires('read')
+  @Query(() => WorkflowType, {
+    nullable: true,
+    description:
+      'Waits (long poll) until the workflow is COMPLETED, FAILED or TERMINATED, or `waitMs` passes, then answers it as it is (null when the app has no such workflow). `client.dispatchWorkflow(...).result()` calls it in a loop.',
+  })
+  async awaitWorkflow(@CurrentPrincipal() principal: Principal, @Args() args: AwaitWorkflowArgs): Promise<WorkflowType | null> {
+    assertScope(principal, args.appId, args.environment);
+    const deadline = Date.now() + (args.waitMs ?? 20_000);
+    for (;;) {
+      await this.fence.upToHead();
+      const view = this.readModel.get(args.appId, args.environment, args.id);
+      const remaining = deadline - Date.now();
+      if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) return view ? toWorkflowType(view) : null;
+      // Wake when the read models move on (this instance's or another's write), at the latest when the wait ends.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(remaining, 1000));
+        void this.projections.waitFor(this.projections.checkpoint + 1n).then(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
   }
 
   @Requires('read')
