@@ -34,6 +34,11 @@ export interface RunResult<E, S> {
 export interface QueueOptions {
   /** Deterministic ids for the appended events (for idempotent retries of the same work). */
   eventId?: (event: DomainEvent, index: number) => string;
+  /**
+   * A refusal or a no-op answer is fine as it is (an opportunistic claim): no look for other
+   * writers before answering it.
+   */
+  opportunistic?: boolean;
 }
 
 /**
@@ -154,6 +159,8 @@ export class StreamQueues {
 
   private async drain(streamId: string): Promise<void> {
     const queue = this.queues.get(streamId)!;
+    // Commands issued together (a report and the claim it makes possible) go in one batch.
+    await Promise.resolve();
     try {
       while (queue.length > 0) {
         const batch = takeBatch(queue);
@@ -206,7 +213,7 @@ export class StreamQueues {
       // A refusal, or a command that changes nothing, may come from state another instance has
       // moved on since: look once (one read of what follows the cached revision) before answering.
       // Commands that append need no look: the append's expected revision checks them.
-      if (!refreshed && entry.revision !== 'no_stream' && outcomes.some((o) => 'error' in o || o.events.length === 0)) {
+      if (!refreshed && entry.revision !== 'no_stream' && outcomes.some((o) => !o.job.options.opportunistic && ('error' in o || o.events.length === 0))) {
         refreshed = true;
         this.stats.refreshes++;
         if (await this.catchUp(streamId, entry)) continue;

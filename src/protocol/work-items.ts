@@ -44,7 +44,8 @@ export interface WireTaskReport {
   released?: boolean;
 }
 
-export const POLL_WORK = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId name version decisionId attemptId attempt input history historyFrom runFrom leaseExpiresAt } }`;
-export const REPORT_WORK = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
+const WORK_ITEM = '{ kind ref workflowId taskId name version decisionId attemptId attempt input history historyFrom runFrom leaseExpiresAt }';
+export const POLL_WORK = `mutation($input: PollWorkInput!) { pollWork(input: $input) ${WORK_ITEM} }`;
+export const REPORT_WORK = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } items ${WORK_ITEM} } }`;
 export const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
 export const DECISION_HISTORY = `query($input: DecisionHistoryInput!) { decisionHistory(input: $input) }`;

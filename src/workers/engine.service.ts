@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
-import { CommandContext, DeciderRunner } from '../event-store/decider-runner.js';
+import { CommandContext, DeciderRunner, type RunOptions } from '../event-store/decider-runner.js';
 import { EVENT_STORE, type EventStore, Json, RecordedEvent } from '../event-store/event-store.port.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../shared/errors.js';
@@ -13,7 +13,7 @@ import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/wor
 import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, WorkflowState, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { Candidate, EngineState } from './engine-state.js';
-import { parseRef } from '../protocol/work-refs.js';
+import { formatRef, parseRef } from '../protocol/work-refs.js';
 import {
   DecisionHistoryInput,
   DecisionReportInput,
@@ -88,10 +88,11 @@ export class EngineService {
     input: PollWorkInput,
     candidate: Candidate,
     policies: Map<string, { retry: RetryPolicy; timeoutMs: number | null }>,
+    options: RunOptions = {},
   ): Promise<WorkItem | null> {
     this.claiming.add(candidate.ref);
     try {
-      return candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref) : await this.claimTask(input, candidate.ref, policies);
+      return candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref, options) : await this.claimTask(input, candidate.ref, policies, options);
     } catch (error) {
       if (error instanceof ConflictError || error instanceof NotFoundError) return null;
       throw error;
@@ -100,7 +101,7 @@ export class EngineService {
     }
   }
 
-  private async claimDecision(input: PollWorkInput, ref: string): Promise<WorkItem> {
+  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions = {}): Promise<WorkItem> {
     const workflowId = ref.slice(3);
     const decisionId = uuidv7();
     const now = this.clock.now();
@@ -112,6 +113,7 @@ export class EngineService {
         return { type: 'StartDecision' as const, decisionId, workerId: input.workerId, workflows: input.workflows, now, leaseMs: this.config.leaseMs };
       },
       workerContext(input),
+      options,
     );
     const before = result.before as ExistingWorkflow;
     const after = result.state as ExistingWorkflow;
@@ -174,6 +176,7 @@ export class EngineService {
     input: PollWorkInput,
     ref: string,
     policies: Map<string, { retry: RetryPolicy; timeoutMs: number | null }>,
+    options: RunOptions = {},
   ): Promise<WorkItem> {
     const parsed = parseRef(ref);
     const attemptId = uuidv7();
@@ -190,6 +193,7 @@ export class EngineService {
           return { type: 'StartTask' as const, seq: parsed.seq, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
         },
         workerContext(input),
+        options,
       );
       const state = result.state;
       if (state.status === 'none') throw new NotFoundError('workflow', parsed.workflowId);
@@ -207,6 +211,7 @@ export class EngineService {
           return { type: 'StartTask' as const, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
         },
         workerContext(input),
+        options,
       );
       if (result.state.status === 'none') throw new NotFoundError('task', parsed.taskId);
       const started = result.events[0].data as WorkflowEventData['TaskStarted'];
@@ -241,14 +246,44 @@ export class EngineService {
     };
   }
 
-  async report(input: ReportWorkInput): Promise<{ accepted: number; rejected: ReportRejection[] }> {
+  /**
+   * Applies a worker's outcomes. With `claim`, the work they make claimable for this worker is
+   * claimed in the same step (eager dispatch, as Temporal's eager activities): the claim is queued
+   * right behind the outcome on the same stream, so both go in one append, and the worker gets the
+   * items in the answer instead of a poll round trip later.
+   */
+  async report(input: ReportWorkInput): Promise<{ accepted: number; rejected: ReportRejection[]; items: WorkItem[] }> {
     const context = workerContext(input);
-    const outcomes = await Promise.all([
-      ...(input.decisions ?? []).map((d) => this.settle(d.ref, () => this.reportDecision(context, d))),
-      ...(input.tasks ?? []).map((t) => this.settle(t.ref, () => this.reportTask(context, t))),
-    ]);
+    const eager = this.eagerClaims(input);
+    const settling = [
+      ...(input.decisions ?? []).map((d) => this.settle(d.ref, () => this.reportDecision(context, d, eager))),
+      ...(input.tasks ?? []).map((t) => this.settle(t.ref, () => this.reportTask(context, t, eager))),
+    ];
+    // Decisions are claimed after every result of this report is queued: results that arrive together make one decision.
+    eager?.flush();
+    const outcomes = await Promise.all(settling);
     const rejected = outcomes.filter((o): o is ReportRejection => o !== null);
-    return { accepted: outcomes.length - rejected.length, rejected };
+    const items = (await Promise.all(eager?.claims ?? [])).filter((i): i is WorkItem => i !== null);
+    return { accepted: outcomes.length - rejected.length, rejected, items };
+  }
+
+  private eagerClaims(input: ReportWorkInput): EagerClaims | undefined {
+    const claim = input.claim;
+    if (!claim || claim.maxItems <= 0) return undefined;
+    const as: PollWorkInput = { appId: input.appId, environment: input.environment, workerId: input.workerId, workflows: claim.workflows, tasks: claim.tasks };
+    const policies = new Map(claim.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
+    const claims: Array<Promise<WorkItem | null>> = [];
+    const later = new Map<string, Candidate>();
+    const take = (candidate: Candidate) => {
+      if (claims.length >= claim.maxItems || this.claiming.has(candidate.ref)) return;
+      claims.push(this.claim(as, candidate, policies, { opportunistic: true }));
+    };
+    return {
+      serves: (taskName) => policies.has(taskName),
+      take: (candidate) => (candidate.kind === 'decision' ? later.set(candidate.ref, candidate) : take(candidate)),
+      flush: () => later.forEach(take),
+      claims,
+    };
   }
 
   private async settle(ref: string, apply: () => Promise<void>): Promise<ReportRejection | null> {
@@ -261,7 +296,7 @@ export class EngineService {
     }
   }
 
-  private async reportDecision(context: CommandContext, report: DecisionReportInput): Promise<void> {
+  private async reportDecision(context: CommandContext, report: DecisionReportInput, eager?: EagerClaims): Promise<void> {
     const parsed = parseRef(report.ref);
     if (parsed?.kind !== 'decision') throw new BadUserInputError('decisions.ref', `not a decision ref: ${report.ref}`);
     const streamId = `workflow-${parsed.workflowId}`;
@@ -287,10 +322,15 @@ export class EngineService {
       if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask' || c.type === 'CreateSchedule') ids[c.seq] = callId(parsed.workflowId, c.seq);
     }
     const queries = report.queries ? (parseJson('decisions.queries', report.queries) as Record<string, Json>) : undefined;
-    await this.runner.run(streamId, workflowDecider, scoped(context, parsed.workflowId, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids, queries }), context);
+    const completed = this.runner.run(streamId, workflowDecider, scoped(context, parsed.workflowId, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids, queries }), context);
+    // The tasks this decision schedules, claimed in the same append when the reporting worker serves them.
+    for (const c of commands) {
+      if (c.type === 'ScheduleTask' && eager?.serves(c.name)) eager.take({ ref: formatRef({ kind: 'workflowTask', workflowId: parsed.workflowId, seq: c.seq }), kind: 'task' });
+    }
+    await completed;
   }
 
-  private async reportTask(context: CommandContext, report: TaskReportInput): Promise<void> {
+  private async reportTask(context: CommandContext, report: TaskReportInput, eager?: EagerClaims): Promise<void> {
     const parsed = parseRef(report.ref);
     const now = this.clock.now();
     let outcome: { kind: 'ok'; result: Json } | { kind: 'error'; error: TaskError } | { kind: 'released' };
@@ -311,7 +351,7 @@ export class EngineService {
     }
     if (parsed?.kind === 'workflowTask') {
       const seq = parsed.seq;
-      await this.runner.run(
+      const reported = this.runner.run(
         `workflow-${parsed.workflowId}`,
         workflowDecider,
         scoped(
@@ -325,6 +365,9 @@ export class EngineService {
         ),
         context,
       );
+      // The decision this result makes pending, claimed in the same append when this worker serves the workflow.
+      if (outcome.kind !== 'released') eager?.take({ ref: `wf:${parsed.workflowId}`, kind: 'decision' });
+      await reported;
     } else if (parsed?.kind === 'task') {
       await this.runner.run(
         `task-${parsed.taskId}`,
@@ -379,6 +422,15 @@ export class EngineService {
       throw error;
     }
   }
+}
+
+/** The claims a report may make for its worker (see `EngineService.report`). */
+interface EagerClaims {
+  serves(taskName: string): boolean;
+  /** Tasks are claimed at once (behind the decision that schedules them); decisions at `flush`. */
+  take(candidate: Candidate): void;
+  flush(): void;
+  claims: Array<Promise<WorkItem | null>>;
 }
 
 /**

@@ -135,6 +135,28 @@ export class WorkItem {
   leaseExpiresAt: Date;
 }
 
+@InputType({ description: 'What the reporting worker can take on right away: the work its report makes claimable is claimed for it in the same step (eager dispatch).' })
+export class EagerClaimInput {
+  @Field(() => [String], { description: 'Workflow names this worker serves, with versions.' })
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @IsString({ each: true })
+  workflows: string[];
+
+  @Field(() => [TaskRegistrationInput], { description: 'Tasks this worker serves (with their retry policies and timeouts, as in pollWork).' })
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => TaskRegistrationInput)
+  tasks: TaskRegistrationInput[];
+
+  @Field(() => Int, { description: 'Most items to claim (the worker\'s free slots; 0 claims nothing).' })
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  maxItems: number;
+}
+
 @InputType({ description: 'The decision whose whole run history a worker needs (it does not hold the run any more).' })
 export class DecisionHistoryInput extends AppScopedInput {
   @Field({ description: 'The worker that claimed the decision.' })
@@ -267,6 +289,16 @@ export class ReportWorkInput extends AppScopedInput {
   @ValidateNested({ each: true })
   @Type(() => TaskReportInput)
   tasks?: TaskReportInput[] | null;
+
+  @Field(() => EagerClaimInput, {
+    nullable: true,
+    description:
+      'Claim, in the same step, the work these outcomes make claimable for this worker: the tasks a reported decision scheduled, the decision a reported task result makes pending. Answered in `items`.',
+  })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => EagerClaimInput)
+  claim?: EagerClaimInput | null;
 }
 
 @ObjectType({ description: 'A report the server did not apply.' })
@@ -285,6 +317,8 @@ export class ReportWorkResult {
   accepted: number;
   @Field(() => [ReportRejection], { description: 'Outcomes not applied, with the reason.' })
   rejected: ReportRejection[];
+  @Field(() => [WorkItem], { description: 'Work claimed for the reporting worker in the same step (see `claim`), under a lease, like pollWork items.' })
+  items: WorkItem[];
 }
 
 @InputType({ description: 'A running attempt the worker still holds.' })

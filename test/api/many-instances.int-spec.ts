@@ -69,7 +69,7 @@ describe('two instances on one store', () => {
   it('a selector that matches nothing is logged with the position read to', async () => {
     const name = unique('Nobody');
     expect(await apiB.act('send', { name }, { name: 'Hello', data: '[]' })).toMatchObject({ status: 'NO_MATCH', matched: 0 });
-    expect(b.output()).toMatch(new RegExp(`selector \\{"name":"${name}"\\} in demo/dev matched no running or paused workflow at position \\d+`));
+    expect(b.messages()).toMatch(new RegExp(`selector \\{"name":"${name}"\\} in demo/dev matched no running or paused workflow at position \\d+`));
   });
 
   it('a mutation answers with x-baton-position; x-baton-min-position on the other instance reads at least that far', async () => {

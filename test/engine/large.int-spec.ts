@@ -126,6 +126,50 @@ describe('hostile histories and repeated reports', () => {
     expect(ofType(history, 'TaskResultIgnored')).toHaveLength(0);
   });
 
+  it('eager dispatch: a report claims, in the same append, the tasks its decision scheduled and the decision its results made pending', async () => {
+    const env = unique('eager');
+    const engine = new Engine(service, env);
+    const id = await engine.dispatch('Hand', ['x']);
+    const decision = (await poll(env, 'w-1', ['Hand'], [])).body.data!.pollWork[0];
+    const claim = { workflows: ['Hand'], tasks: [{ name: 'tick' }], maxItems: 10 };
+    const commands = JSON.stringify([
+      { type: 'ScheduleTask', seq: 0, name: 'tick', args: [1] },
+      { type: 'ScheduleTask', seq: 1, name: 'tick', args: [2] },
+      { type: 'ScheduleTask', seq: 2, name: 'tock', args: [3] },
+    ]);
+    const reported = (
+      await service.gql(
+        `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref } items { kind ref attemptId input } } }`,
+        { input: { appId: APP, environment: env, workerId: 'w-1', decisions: [{ ref: decision.ref, decisionId: decision.decisionId, commands }], claim } },
+      )
+    ).body.data!.reportWork;
+    // The two tick tasks (served), not the tock one.
+    expect(reported.items.map((i: { kind: string; input: string }) => [i.kind, i.input])).toEqual([
+      ['TASK', '[1]'],
+      ['TASK', '[2]'],
+    ]);
+    let history = await engine.history(id);
+    const completed = history.find((e) => e.type === 'DecisionCompleted')!;
+    const started = ofType(history, 'TaskStarted');
+    expect(started).toHaveLength(2);
+    // Recorded with the decision, in the same append (same time, consecutive revisions).
+    expect(started.every((e) => e.recordedAt === completed.recordedAt)).toBe(true);
+    const results = reported.items.map((i: { ref: string; attemptId: string }, n: number) => ({ ref: i.ref, attemptId: i.attemptId, result: String(n) }));
+    const next = (
+      await service.gql(
+        `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted items { kind ref decisionId history historyFrom } } }`,
+        { input: { appId: APP, environment: env, workerId: 'w-1', tasks: results, claim } },
+      )
+    ).body.data!.reportWork;
+    // Both results, then one decision that sees both.
+    expect(next.items).toHaveLength(1);
+    expect(next.items[0].kind).toBe('DECISION');
+    const types = (JSON.parse(next.items[0].history) as Array<{ type: string }>).map((e) => e.type);
+    expect(types.filter((t) => t === 'TaskCompleted')).toHaveLength(2);
+    history = await engine.history(id);
+    expect(ofType(history, 'DecisionStarted')).toHaveLength(2);
+  });
+
   it('gives another app\'s worker the same answer as for work that does not exist, and records nothing', async () => {
     const env = unique('scope');
     const engine = new Engine(service, env);

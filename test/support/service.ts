@@ -19,6 +19,8 @@ export interface Service {
   storeUrl: string;
   process: ChildProcess;
   output: () => string;
+  /** What the service logged, one message a line (the `msg` of each JSON log line, or the raw line). */
+  messages: () => string;
   gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GqlResponse<T>>;
   /** SIGTERM and wait for the exit. */
   stop(): Promise<void>;
@@ -81,7 +83,7 @@ export async function startService(options: { storeUrl?: string; env?: Record<st
     if (child.exitCode === null && child.signalCode === null) child.kill(sig);
     await exited;
   };
-  return { url, token, storeUrl, process: child, output: () => out, gql, stop: () => signal('SIGTERM'), kill: () => signal('SIGKILL') };
+  return { url, token, storeUrl, process: child, output: () => out, messages: () => logMessages(out), gql, stop: () => signal('SIGTERM'), kill: () => signal('SIGKILL') };
 }
 
 /** `baton tokens create --create` against a store (made if new); returns the token (the last line printed). */
@@ -100,3 +102,19 @@ export async function createTokenViaCli(storeUrl: string, apps: string[], enviro
 }
 
 export { ROOT };
+
+/** The `msg` of every JSON log line (the raw line for anything else), one a line. */
+export function logMessages(output: string): string {
+  return output
+    .split('\n')
+    .map((line) => {
+      if (!line.startsWith('{')) return line;
+      try {
+        const parsed = JSON.parse(line) as { msg?: unknown };
+        return typeof parsed.msg === 'string' ? parsed.msg : line;
+      } catch {
+        return line;
+      }
+    })
+    .join('\n');
+}
