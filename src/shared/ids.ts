@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 
 /** A UUID v7 (RFC 9562): 48 bits of Unix milliseconds, then random bits; sorts by creation time. */
 export function uuidv7(now: number = Date.now()): string {
@@ -16,12 +16,7 @@ export const isUuid = (value: string): boolean => UUID.test(value);
 
 /**
  * A UUID derived from its parts (SHA-256, version 8): the same parts always give the same id,
- * which is what makes a repeated dispatch, firing or delivery idempotent.
+ * which is what makes a repeated dispatch, firing or delivery idempotent. Defined with the worker
+ * protocol, whose workers derive the ids of what their calls start the same way.
  */
-export function derivedUuid(...parts: string[]): string {
-  const bytes = createHash('sha256').update(parts.join('\u0000')).digest().subarray(0, 16);
-  bytes[6] = (bytes[6] & 0x0f) | 0x80;
-  bytes[8] = (bytes[8] & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+export { derivedUuid } from '../protocol/decision-commands.js';

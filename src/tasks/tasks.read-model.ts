@@ -3,7 +3,7 @@ import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
 import { READ_MODEL_DB, ReadModelDb, fromJson, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
-import { type FailureRow, pageOf } from '../workflows/workflows.read-model.js';
+import { type FailureRow, failureGroupsOf, pageOf } from '../workflows/workflows.read-model.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
 import { AttemptEventData, TaskError } from './domain/task-attempts.js';
 
@@ -102,12 +102,7 @@ export class TasksReadModel implements DurableProjection {
         `INSERT OR IGNORE INTO rm_tasks (id, seq, app_id, environment, name, tag, status, attempts, input, output, error, schedule_id, parent_id, created_at, updated_at)
          VALUES (@id, @seq, @app_id, @environment, @name, @tag, 'pending', 0, @input, NULL, NULL, @schedule_id, @parent_id, @at, @at)`,
       ),
-      failures: db.prepare<[Record<string, unknown>], Omit<FailureRow, 'ids'> & { ids: string | null }>(
-        `SELECT name, coalesce(json_extract(error, '$.message'), '') AS message, count(*) AS count,
-                min(updated_at) AS firstSeen, max(updated_at) AS lastSeen, group_concat(id) AS ids
-         FROM rm_tasks WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since
-         GROUP BY name, message ORDER BY lastSeen DESC`,
-      ),
+      failures: failureGroupsOf(this.rm, 'rm_tasks', 'name'),
       retried: db.prepare<[number, string]>(`UPDATE rm_tasks SET status = 'pending', attempts = 0, updated_at = ? WHERE id = ?`),
       started: db.prepare<[number, number, string]>(`UPDATE rm_tasks SET status = 'running', attempts = ?, updated_at = ? WHERE id = ?`),
       completed: db.prepare<[string | null, number, string]>(`UPDATE rm_tasks SET status = 'completed', output = ?, updated_at = ? WHERE id = ?`),
@@ -145,7 +140,7 @@ export class TasksReadModel implements DurableProjection {
 
   /** Failed tasks grouped by name and error message, last changed at or after `since`. */
   failureGroups(appId: string, environment: string, since: number): FailureRow[] {
-    return this.stmt.failures.all({ appId, environment, since }).map((r) => ({ ...r, ids: r.ids === null ? [] : r.ids.split(',').reverse().slice(0, 500) }));
+    return this.stmt.failures(appId, environment, since);
   }
 
   inFlightStreams(): string[] {

@@ -181,12 +181,7 @@ export class WorkflowsReadModel implements DurableProjection {
          WHERE app_id = @appId AND environment = @environment AND status IN ('completed', 'failed') AND updated_at >= @start AND updated_at < @end
          GROUP BY minute, status`,
       ),
-      failures: db.prepare<[Record<string, unknown>], Omit<FailureRow, 'ids'> & { ids: string | null }>(
-        `SELECT base_name AS name, coalesce(json_extract(error, '$.message'), '') AS message, count(*) AS count,
-                min(updated_at) AS firstSeen, max(updated_at) AS lastSeen, group_concat(id) AS ids
-         FROM rm_workflows WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since
-         GROUP BY name, message ORDER BY lastSeen DESC`,
-      ),
+      failures: failureGroupsOf(this.rm, 'rm_workflows', 'base_name'),
     };
   }
 
@@ -233,7 +228,7 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /** Failed workflows grouped by base name and error message, last changed at or after `since`. */
   failureGroups(appId: string, environment: string, since: number): FailureRow[] {
-    return this.stmt.failures.all({ appId, environment, since }).map((r) => ({ ...r, ids: r.ids === null ? [] : r.ids.split(',').reverse().slice(0, 500) }));
+    return this.stmt.failures(appId, environment, since);
   }
 
   inFlightStreams(): string[] {
@@ -316,6 +311,21 @@ export class WorkflowsReadModel implements DurableProjection {
   private setStatus(id: string, status: WorkflowStatus, at: number, output: string | null = null, error: string | null = null): void {
     this.stmt.status.run(status, output, error, at, id);
   }
+}
+
+/**
+ * The failed rows of a read-model table grouped by name and error message (the error column holds
+ * the error as JSON), most recent group first, each with up to 500 ids, newest first.
+ */
+export function failureGroupsOf(rm: ReadModelDb, table: string, nameColumn: string): (appId: string, environment: string, since: number) => FailureRow[] {
+  const statement = rm.db.prepare<[Record<string, unknown>], Omit<FailureRow, 'ids'> & { ids: string | null }>(
+    `SELECT ${nameColumn} AS name, coalesce(json_extract(error, '$.message'), '') AS message, count(*) AS count,
+            min(updated_at) AS firstSeen, max(updated_at) AS lastSeen, group_concat(id) AS ids
+     FROM ${table} WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since
+     GROUP BY name, message ORDER BY lastSeen DESC`,
+  );
+  return (appId, environment, since) =>
+    statement.all({ appId, environment, since }).map((r) => ({ ...r, ids: r.ids === null ? [] : r.ids.split(',').reverse().slice(0, 500) }));
 }
 
 /** The SQL conditions of a workflow filter. */
