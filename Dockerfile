@@ -6,7 +6,7 @@
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles from source when no prebuilt binary fits the platform.
+# Node 24 uses better-sqlite3 13's prebuilt binary; the toolchain builds the optional Node 20 copy (unused here).
 RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*

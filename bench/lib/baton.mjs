@@ -1,5 +1,5 @@
 // Starting the compiled Baton (dist/) and its bench worker, talking to it, and reading its store.
-import Database from 'better-sqlite3';
+import Database from '../../dist/src/event-store/sqlite/better-sqlite3.js'; // the build that runs on this Node
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawnTracked, stopChild, tempDir, waitForOutput } from './procs.mjs';

@@ -5,7 +5,7 @@
 // workflows (a completed two-step workflow, a waiting one, one completed by an event), then their
 // rows are cloned straight into the SQLite schema with fresh UUIDs, which takes seconds for a
 // million events. The mix is realistic because every row was written by Baton itself.
-import Database from 'better-sqlite3';
+import Database from '../../dist/src/event-store/sqlite/better-sqlite3.js'; // the build that runs on this Node
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { APP, DISPATCH, ENV, SEND_EVENT, StoreReader, ROOT, dispatch, freshStoreFile, gql, startBaton, startWorker } from '../lib/baton.mjs';

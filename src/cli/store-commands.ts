@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../event-store/sqlite/better-sqlite3.js';
 import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { startProgress } from './progress.js';

@@ -35,4 +35,16 @@ describe('loadConfig', () => {
   it('rejects a port out of range', () => {
     expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT="70000"/);
   });
+
+  it('reads the operations settings: metrics token, shutdown timings, retention (off by default)', () => {
+    expect(loadConfig({})).toMatchObject({ metricsToken: null, shutdownGraceMs: 25_000, shutdownDelayMs: 0, retentionDays: 0, retentionSweepMs: 3_600_000 });
+    expect(loadConfig({ METRICS_TOKEN: ' s3cret ', RETENTION_DAYS: '0.5', SHUTDOWN_DELAY_MS: '5000' })).toMatchObject({
+      metricsToken: 's3cret',
+      retentionDays: 0.5,
+      shutdownDelayMs: 5000,
+    });
+    expect(() => loadConfig({ RETENTION_DAYS: '-1' })).toThrow(/RETENTION_DAYS="-1": expected a number of days/);
+    expect(() => loadConfig({ RETENTION_DAYS: 'week' })).toThrow(/RETENTION_DAYS/);
+    expect(() => loadConfig({ SHUTDOWN_DELAY_MS: '30000', SHUTDOWN_GRACE_MS: '10000' })).toThrow(/SHUTDOWN_DELAY_MS=30000 must be less than SHUTDOWN_GRACE_MS=10000/);
+  });
 });

@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import Database from './sqlite/better-sqlite3.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -11,9 +12,9 @@ import { dirname } from 'node:path';
  * `./data/read-models-<host>.db`).
  */
 export class ReadModelDb {
-  readonly db: Database.Database;
-  private readonly getCheckpoint: Database.Statement<[string], { position: number }>;
-  private readonly putCheckpoint: Database.Statement<[string, number]>;
+  readonly db: BetterSqlite3.Database;
+  private readonly getCheckpoint: BetterSqlite3.Statement<[string], { position: number }>;
+  private readonly putCheckpoint: BetterSqlite3.Statement<[string, number]>;
 
   constructor(readonly file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });

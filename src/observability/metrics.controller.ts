@@ -1,9 +1,8 @@
-import { Controller, Get, Inject, Res, UnauthorizedException } from '@nestjs/common';
+import { Controller, Get, Headers, Inject, Res, UnauthorizedException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { MetricsService } from './metrics.service.js';
-import { Headers } from '@nestjs/common';
 
 /**
  * `GET /metrics` in Prometheus' text format. Open by default (keep the port off the internet, as

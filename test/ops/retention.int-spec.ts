@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import Database from 'better-sqlite3';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { Engine, unique } from '../engine/engine-helpers.js';
 import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database, { type SqliteDatabase } from './better-sqlite3.js';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
@@ -55,7 +55,7 @@ const PAGE = 512;
  */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
-  private readonly db: Database.Database;
+  private readonly db: SqliteDatabase;
   private readonly pollIntervalMs: number;
   private readonly maxBatch: number;
   private queue: PendingAppend[] = [];
