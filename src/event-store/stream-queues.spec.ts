@@ -126,6 +126,20 @@ describe('StreamQueues', () => {
     expect(queues.statistics.loads).toBe(1);
   }, 120_000);
 
+  it('a dispatch assumed new reads nothing, and a stream that did exist is read once and decided again', async () => {
+    const counting = countingStore();
+    close = counting.close;
+    const first = new StreamQueues(counting.store);
+    const second = new StreamQueues(counting.store);
+    const created = await first.run('workflow-d', workflowDecider, dispatch(0), context, { likelyNew: true });
+    expect(created.events).toHaveLength(1);
+    expect(counting.read()).toBe(0);
+    const again = await second.run('workflow-d', workflowDecider, dispatch(1), context, { likelyNew: true });
+    expect(again.events).toEqual([]);
+    expect(counting.read()).toBe(1);
+    expect(await counting.store.readStream('workflow-d')).toHaveLength(1);
+  });
+
   it('skips events of a type it does not know when it loads a stream', async () => {
     const counting = countingStore();
     close = counting.close;

@@ -39,6 +39,12 @@ export interface QueueOptions {
    * writers before answering it.
    */
   opportunistic?: boolean;
+  /**
+   * The stream is most likely new (a dispatch under a fresh id): on a cache miss, start from the
+   * initial state without reading it. The append expects no stream, so if it did exist the
+   * conflict reads it and the command is decided again: still correct, one read dearer.
+   */
+  likelyNew?: boolean;
 }
 
 /**
@@ -180,7 +186,7 @@ export class StreamQueues {
 
   private async runBatch(streamId: string, batch: Job[]): Promise<void> {
     const decider = batch[0].decider;
-    let entry = await this.entry(streamId, decider);
+    let entry = await this.entry(streamId, decider, batch[0].options.likelyNew === true);
     let refreshed = false;
     for (let round = 0; ; round++) {
       const now = this.options.now?.() ?? Date.now();
@@ -255,7 +261,7 @@ export class StreamQueues {
   }
 
   /** The cached entry, or the stream folded from the store (from its newest reset event). */
-  private async entry(streamId: string, decider: Decider<any, any, any>): Promise<Entry> {
+  private async entry(streamId: string, decider: Decider<any, any, any>, likelyNew = false): Promise<Entry> {
     const cached = this.entries.get(streamId);
     if (cached && cached.decider === decider) {
       this.stats.hits++;
@@ -263,9 +269,13 @@ export class StreamQueues {
       this.entries.set(streamId, cached);
       return cached;
     }
+    const entry: Entry = { decider, state: decider.initialState(), revision: 'no_stream', seenPosition: undefined };
+    if (likelyNew) {
+      this.entries.set(streamId, entry);
+      return entry;
+    }
     this.stats.loads++;
     const events = await this.readRun(streamId, (decider as ResettableDecider<any, any, any>).resetTypes);
-    const entry: Entry = { decider, state: decider.initialState(), revision: 'no_stream', seenPosition: undefined };
     this.fold(entry, events);
     this.entries.set(streamId, entry);
     return entry;

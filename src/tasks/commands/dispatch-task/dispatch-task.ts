@@ -56,7 +56,7 @@ export class TaskDispatcher {
   /** Dispatches; `created` is false when a task with that id already existed (nothing changed). */
   async tryDispatch(context: CommandContext, dispatch: TaskDispatch): Promise<{ id: string; created: boolean }> {
     const taskId = dispatch.taskId ?? uuidv7();
-    const { events } = await this.runner.run(`task-${taskId}`, taskDecider, { type: 'DispatchTask', ...dispatch, taskId, now: Date.now() }, context);
+    const { events } = await this.runner.run(`task-${taskId}`, taskDecider, { type: 'DispatchTask', ...dispatch, taskId, now: Date.now() }, context, { likelyNew: true });
     return { id: taskId, created: events.length > 0 };
   }
 }

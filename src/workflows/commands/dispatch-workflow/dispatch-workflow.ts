@@ -95,6 +95,7 @@ export class WorkflowDispatcher {
       workflowDecider,
       { type: 'DispatchWorkflow', ...dispatch, workflowId, tag: dispatch.tag, now: Date.now() },
       context,
+      { likelyNew: true },
     );
     return { id: workflowId, created: events.length > 0 };
   }
