@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Service, createTokenViaCli, freshStoreUrl, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 import { Engine } from '../engine/engine-helpers.js';
 import { Client, unique } from './api-helpers.js';
@@ -69,7 +70,9 @@ describe('two instances on one store', () => {
   it('a selector that matches nothing is logged with the position read to', async () => {
     const name = unique('Nobody');
     expect(await apiB.act('send', { name }, { name: 'Hello', data: '[]' })).toMatchObject({ status: 'NO_MATCH', matched: 0 });
-    expect(b.messages()).toMatch(new RegExp(`selector \\{"name":"${name}"\\} in demo/dev matched no running or paused workflow at position \\d+`));
+    // The log line travels through the child's stdout pipe: wait for it rather than read once.
+    const line = new RegExp(`selector \\{"name":"${name}"(,"tag":null)?\\} in demo/dev matched no running or paused workflow at position \\d+`);
+    await waitFor(() => line.test(b.messages()), { timeoutMs: 5000, description: 'the selector log line' });
   });
 
   it('a mutation answers with x-baton-position; x-baton-min-position on the other instance reads at least that far', async () => {
@@ -104,7 +107,6 @@ describe('two instances on one store', () => {
     for (let i = 0; i < 5; i++) {
       await engineB.waitForEventType(parents[i], 'ChildWorkflowStarted');
       // The child exists once A's or B's reactor dispatched it; release it through B by its tag.
-      const { waitFor } = await import('../support/wait-for.js');
       await waitFor(async () => (await engineB.send({ name: 'Child', tag: `kid:${i}` }, 'release', i)).matched === 1, { timeoutMs: 10_000, description: `child kid:${i}` });
     }
     for (const id of parents) {
