@@ -32,6 +32,10 @@ export interface BatonConfig {
   maxJsonStringLength: number;
   /** Most items in one worker report (decisions plus tasks) or heartbeat. */
   maxReportItems: number;
+  /** Largest JSON of one decision's commands (a worker report), in bytes. */
+  maxDecisionBytes: number;
+  /** Most commands in one decision. */
+  maxDecisionCommands: number;
   /** Estimated values an answer may hold: fields times the list sizes they sit under. */
   maxQueryComplexity: number;
   /** Largest GraphQL answer, in bytes of JSON; a bigger one is replaced by PAYLOAD_TOO_LARGE. */
@@ -143,6 +147,8 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxJsonArrayLength: int('MAX_JSON_ARRAY_LENGTH', DEFAULT_LIMITS.arrayLength, 1, 10_000_000),
     maxJsonStringLength: int('MAX_JSON_STRING_LENGTH', DEFAULT_LIMITS.stringLength, 1, 16 * 1024 * 1024),
     maxReportItems: int('MAX_REPORT_ITEMS', DEFAULT_LIMITS.reportItems, 1, 100_000),
+    maxDecisionBytes: int('MAX_DECISION_BYTES', DEFAULT_LIMITS.decisionBytes, 1024, 64 * 1024 * 1024),
+    maxDecisionCommands: int('MAX_DECISION_COMMANDS', DEFAULT_LIMITS.decisionCommands, 1, 1_000_000),
     maxQueryComplexity: int('MAX_QUERY_COMPLEXITY', 100_000, 10, 100_000_000),
     maxResponseBytes: int('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 64, 1, 100_000),

@@ -318,7 +318,17 @@ export class Worker {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[] } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },
         });
-        for (const r of reportWork.rejected) this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);
+        for (const r of reportWork.rejected) {
+          this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);
+          // Commands the server refuses (over a limit): record the decision as failed, with the reason,
+          // rather than let its lease lapse again and again; the run is replayed afresh next time.
+          const decision = decisions.find((d) => d.ref === r.ref && d.commands !== undefined);
+          if (decision && r.code === 'BAD_USER_INPUT') {
+            this.runs.delete(r.ref.slice(3));
+            this.decisionReports.push({ ref: r.ref, decisionId: decision.decisionId, failureCode: 'DECISION_REJECTED', failureMessage: r.message.slice(0, 1000) });
+            void this.scheduleFlush();
+          }
+        }
         this.start(reportWork.items ?? []);
         return;
       } catch (error) {

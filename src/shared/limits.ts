@@ -17,6 +17,13 @@ export interface InputLimits {
   stringLength: number;
   /** Most items in one worker report or heartbeat (`MAX_REPORT_ITEMS`). */
   reportItems: number;
+  /**
+   * Largest JSON of one decision's commands, in bytes (`MAX_DECISION_BYTES`): a decision that
+   * starts 10,000 tasks at once is one report, bigger than any single argument.
+   */
+  decisionBytes: number;
+  /** Most commands in one decision (`MAX_DECISION_COMMANDS`). */
+  decisionCommands: number;
 }
 
 export const DEFAULT_LIMITS: InputLimits = {
@@ -25,6 +32,8 @@ export const DEFAULT_LIMITS: InputLimits = {
   arrayLength: 10_000,
   stringLength: 128 * 1024,
   reportItems: 1_000,
+  decisionBytes: 960 * 1024,
+  decisionCommands: 20_000,
 };
 
 /** Names, task names, tags and event names inside decision commands. */
@@ -37,6 +46,8 @@ export function inputLimits(config: {
   maxJsonArrayLength: number;
   maxJsonStringLength: number;
   maxReportItems: number;
+  maxDecisionBytes: number;
+  maxDecisionCommands: number;
 }): InputLimits {
   return {
     payloadBytes: config.maxPayloadBytes,
@@ -44,6 +55,8 @@ export function inputLimits(config: {
     arrayLength: config.maxJsonArrayLength,
     stringLength: config.maxJsonStringLength,
     reportItems: config.maxReportItems,
+    decisionBytes: config.maxDecisionBytes,
+    decisionCommands: config.maxDecisionCommands,
   };
 }
 

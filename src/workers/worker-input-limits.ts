@@ -48,7 +48,10 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits): void {
   if (report.queries != null) parseLimitedJson('decisions.queries', report.queries, limits, 'object');
   if (report.failureCode || report.commands == null) return;
   const field = 'decisions.commands';
-  const commands = parseLimitedJson(field, report.commands, limits, 'array') as unknown[];
+  // One decision may start many tasks: its own byte and length limits, the others as for any value.
+  const decisionLimits = { ...limits, payloadBytes: limits.decisionBytes, arrayLength: Math.max(limits.arrayLength, limits.decisionCommands) };
+  const commands = parseLimitedJson(field, report.commands, decisionLimits, 'array') as unknown[];
+  if (commands.length > limits.decisionCommands) throw new BadUserInputError(field, `one decision holds at most ${limits.decisionCommands} commands (MAX_DECISION_COMMANDS)`);
   commands.forEach((command, i) => {
     if (typeof command !== 'object' || command === null || Array.isArray(command)) throw new BadUserInputError(field, `command ${i} is not an object`);
     const c = command as Record<string, unknown>;
