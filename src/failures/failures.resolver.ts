@@ -5,7 +5,6 @@ import { TasksReadModel } from '../tasks/tasks.read-model.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import { Requires } from '../tokens/roles.js';
 import type { Principal } from '../tokens/tokens.projection.js';
-import { baseName } from '../workflows/domain/workflow.decider.js';
 import { type FailureRow, WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
 export enum FailureKind {

@@ -10,7 +10,7 @@ import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
-import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, WorkflowState, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
@@ -151,16 +151,8 @@ export class EngineService {
   async decisionHistory(input: DecisionHistoryInput): Promise<string> {
     const parsed = parseRef(input.ref);
     if (parsed?.kind !== 'decision') throw new BadUserInputError('ref', `not a decision ref: ${input.ref}`);
-    const { state } = await this.runner.run(
-      `workflow-${parsed.workflowId}`,
-      workflowDecider,
-      (s: WorkflowState) => {
-        inScope(s, input, input.ref);
-        return { type: 'Tick' as const, now: 0, target: { kind: 'decision' as const } };
-      },
-      workerContext(input),
-      { readYourWrites: false },
-    );
+    const { state } = await this.runner.state(`workflow-${parsed.workflowId}`, workflowDecider, workerContext(input));
+    inScope(state, input, input.ref);
     const run = state as ExistingWorkflow;
     if (run.lastDecision?.id !== input.decisionId) throw new ConflictError('decision is no longer current (its lease lapsed or the workflow ended)');
     return JSON.stringify(replayableHistory(await this.readRun(parsed.workflowId, run.runStartRevision, run.lastDecision.revision)));

@@ -1,5 +1,4 @@
 import { Inject } from '@nestjs/common';
-import type { Statement } from 'better-sqlite3';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
 import { READ_MODEL_DB, ReadModelDb, fromJson, toJson } from '../event-store/read-model-db.js';

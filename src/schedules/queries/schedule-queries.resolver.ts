@@ -1,7 +1,6 @@
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { IsEnum, IsOptional, IsString } from 'class-validator';
-import { compileCron, nextOccurrence } from '../domain/cron.js';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
