@@ -74,6 +74,8 @@ export const isMoment = (value: unknown): value is Moment => typeof value === 'o
 /** The first instant after `after` (epoch ms) that matches the moment. */
 export function resolveMoment(m: Moment, after: number): number {
   const timezone = m.timezone ?? 'UTC';
+  // Offsets ("+05:00") are zones to some Node versions' Intl and not others': IANA names only.
+  if (/^[+-]\d/.test(timezone)) throw new RangeError(`unknown time zone: ${timezone} (use an IANA name)`);
   let parts: Intl.DateTimeFormat;
   try {
     parts = new Intl.DateTimeFormat('en-US', { timeZone: timezone, year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric', hourCycle: 'h23' });

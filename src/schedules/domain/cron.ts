@@ -163,6 +163,9 @@ export function normalizeTimezone(raw: string | null | undefined): string {
   if (raw == null) return DEFAULT_TIMEZONE;
   const name = raw.trim();
   if (name === '') throw new BadUserInputError('timezone', 'must not be empty; omit it for UTC');
+  // Offsets such as "+05:00" are time zones to Node 24's Intl but not to Node 20's, and they have no
+  // daylight-saving rules: Baton takes IANA names only, on every Node.
+  if (/^[+-]\d/.test(name)) throw new BadUserInputError('timezone', `${JSON.stringify(raw)} is an offset, not a time zone; use an IANA name such as "Etc/GMT-5" or "Asia/Karachi"`);
   try {
     return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
   } catch {
