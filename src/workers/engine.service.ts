@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
-import { CommandContext, DeciderRunner, type RunOptions } from '../event-store/decider-runner.js';
+import { CommandContext, DeciderRunner, type RunOptions, type RunResult } from '../event-store/decider-runner.js';
+import type { Decider, DomainEvent } from '../shared/decider.js';
 import { EVENT_STORE, type EventStore, Json, RecordedEvent } from '../event-store/event-store.port.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../shared/errors.js';
@@ -54,6 +55,21 @@ export class EngineService {
     engine.onRevived((kind, id) => void this.revive(kind, id));
   }
 
+  /**
+   * Every write of the worker protocol: through the stream queues, without waiting for this
+   * instance's read models (a worker reads none of them; the engine's index catching up a moment
+   * later only means a poll may try a claim that the queue then refuses).
+   */
+  private write<C, E extends DomainEvent, S>(
+    streamId: string,
+    decider: Decider<C, E, S>,
+    command: C | ((state: S) => C),
+    context: CommandContext,
+    options: RunOptions = {},
+  ): Promise<RunResult<E, S>> {
+    return this.runner.run(streamId, decider, command, context, { ...options, readYourWrites: false });
+  }
+
   /** Loads a retried workflow or task from its stream into the engine's index. */
   private async revive(kind: 'workflow' | 'task', id: string): Promise<void> {
     const context = { actor: 'system', appId: '', environment: '', correlationId: uuidv7() };
@@ -105,7 +121,7 @@ export class EngineService {
     const workflowId = ref.slice(3);
     const decisionId = uuidv7();
     const now = this.clock.now();
-    const result = await this.runner.run(
+    const result = await this.write(
       `workflow-${workflowId}`,
       workflowDecider,
       (state) => {
@@ -175,7 +191,7 @@ export class EngineService {
     const now = this.clock.now();
     const base = { attemptId, workerId: input.workerId, now, leaseMs: this.config.leaseMs };
     if (parsed?.kind === 'workflowTask') {
-      const result = await this.runner.run(
+      const result = await this.write(
         `workflow-${parsed.workflowId}`,
         workflowDecider,
         (state) => {
@@ -194,7 +210,7 @@ export class EngineService {
       return this.taskItem(ref, parsed.workflowId, null, task.name, task.args, started);
     }
     if (parsed?.kind === 'task') {
-      const result = await this.runner.run(
+      const result = await this.write(
         `task-${parsed.taskId}`,
         taskDecider,
         (state) => {
@@ -293,7 +309,7 @@ export class EngineService {
     if (parsed?.kind !== 'decision') throw new BadUserInputError('decisions.ref', `not a decision ref: ${report.ref}`);
     const streamId = `workflow-${parsed.workflowId}`;
     if (report.failureCode) {
-      await this.runner.run(
+      await this.write(
         streamId,
         workflowDecider,
         scoped(context, parsed.workflowId, {
@@ -314,7 +330,7 @@ export class EngineService {
       if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask' || c.type === 'CreateSchedule') ids[c.seq] = callId(parsed.workflowId, c.seq);
     }
     const queries = report.queries ? (parseJson('decisions.queries', report.queries) as Record<string, Json>) : undefined;
-    const completed = this.runner.run(streamId, workflowDecider, scoped(context, parsed.workflowId, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids, queries }), context);
+    const completed = this.write(streamId, workflowDecider, scoped(context, parsed.workflowId, { type: 'CompleteDecision', decisionId: report.decisionId, commands, ids, queries }), context);
     // The tasks this decision schedules, claimed in the same append when the reporting worker serves them.
     for (const c of commands) {
       if (c.type === 'ScheduleTask' && eager?.serves(c.name)) eager.take({ ref: formatRef({ kind: 'workflowTask', workflowId: parsed.workflowId, seq: c.seq }), kind: 'task' });
@@ -343,7 +359,7 @@ export class EngineService {
     }
     if (parsed?.kind === 'workflowTask') {
       const seq = parsed.seq;
-      const reported = this.runner.run(
+      const reported = this.write(
         `workflow-${parsed.workflowId}`,
         workflowDecider,
         scoped(
@@ -361,7 +377,7 @@ export class EngineService {
       if (outcome.kind !== 'released') eager?.take({ ref: `wf:${parsed.workflowId}`, kind: 'decision' });
       await reported;
     } else if (parsed?.kind === 'task') {
-      await this.runner.run(
+      await this.write(
         `task-${parsed.taskId}`,
         taskDecider,
         scoped(
@@ -391,7 +407,7 @@ export class EngineService {
     const leaseMs = this.config.leaseMs;
     try {
       if (parsed?.kind === 'workflowTask') {
-        const { state } = await this.runner.run(
+        const { state } = await this.write(
           `workflow-${parsed.workflowId}`,
           workflowDecider,
           scoped(context, parsed.workflowId, { type: 'HeartbeatTask', seq: parsed.seq, attemptId, now, leaseMs }),
@@ -403,7 +419,7 @@ export class EngineService {
         return task && holdsAttempt(task.attempt, attemptId) ? { ref, cancel: false, reason: null } : { ref, cancel: true, reason: 'attempt no longer current (lease lapsed)' };
       }
       if (parsed?.kind === 'task') {
-        const { state } = await this.runner.run(`task-${parsed.taskId}`, taskDecider, scoped(context, parsed.taskId, { type: 'HeartbeatTask', attemptId, now, leaseMs }), context);
+        const { state } = await this.write(`task-${parsed.taskId}`, taskDecider, scoped(context, parsed.taskId, { type: 'HeartbeatTask', attemptId, now, leaseMs }), context);
         return state.status !== 'none' && holdsAttempt(state.attempt, attemptId)
           ? { ref, cancel: false, reason: null }
           : { ref, cancel: true, reason: 'attempt no longer current (lease lapsed)' };
