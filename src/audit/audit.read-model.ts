@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import type { Statement } from 'better-sqlite3';
 import { type DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
+import { READ_MODEL_DB, ReadModelDb, scopedFilter } from '../event-store/read-model-db.js';
 
 /** The events that record an API action (a person or program acting through a token or the CLI). */
 export const AUDITED_EVENT_TYPES = [
@@ -108,13 +108,7 @@ export class AuditReadModel implements DurableProjection {
 
   /** Newest first, `first` entries before the position `before` (a cursor). `search` matches the actor, action, stream or name. */
   page(filter: AuditFilter, first: number, before: bigint | null): { entries: AuditEntry[]; totalCount: number; hasNextPage: boolean } {
-    const where = ['app_id = @appId', 'environment = @environment'];
-    const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
-    const add = (clause: string, key: string, value: unknown) => {
-      if (value == null) return;
-      where.push(clause);
-      params[key] = value;
-    };
+    const { where, params, add } = scopedFilter(filter.appId, filter.environment);
     add('actor = @actor', 'actor', filter.actor);
     add('action = @action', 'action', filter.action);
     add('at >= @after', 'after', filter.after?.getTime());

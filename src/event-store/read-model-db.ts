@@ -53,3 +53,21 @@ export const READ_MODEL_DB = Symbol('READ_MODEL_DB');
 /** JSON text column helpers. */
 export const toJson = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 export const fromJson = <T>(text: string | null): T | undefined => (text === null ? undefined : (JSON.parse(text) as T));
+
+/**
+ * The conditions of a read-model query scoped to one app and environment; `add` appends a clause
+ * only when its value is given (filters whose fields are optional).
+ */
+export function scopedFilter(appId: string, environment: string) {
+  const where = ['app_id = @appId', 'environment = @environment'];
+  const params: Record<string, unknown> = { appId, environment };
+  return {
+    where,
+    params,
+    add(clause: string, key: string, value: unknown): void {
+      if (value == null) return;
+      where.push(clause);
+      params[key] = value;
+    },
+  };
+}

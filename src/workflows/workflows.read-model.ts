@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, fromJson, toJson } from '../event-store/read-model-db.js';
+import { READ_MODEL_DB, ReadModelDb, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -329,13 +329,7 @@ export function failureGroupsOf(rm: ReadModelDb, table: string, nameColumn: stri
 
 /** The SQL conditions of a workflow filter. */
 function whereOf(filter: WorkflowFilter): { where: string[]; params: Record<string, unknown> } {
-  const where = ['app_id = @appId', 'environment = @environment'];
-  const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
-  const add = (clause: string, key: string, value: unknown) => {
-    if (value == null) return;
-    where.push(clause);
-    params[key] = value;
-  };
+  const { where, params, add } = scopedFilter(filter.appId, filter.environment);
   add('(name = @name OR base_name = @name)', 'name', filter.name);
   add('tag = @tag', 'tag', filter.tag);
   add('status = @status', 'status', filter.status);
