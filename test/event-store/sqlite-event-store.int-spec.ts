@@ -53,6 +53,32 @@ describe('SqliteEventStore, embedded only', () => {
       expect(ids(delivered)).toEqual(writer.lines.map((line) => line.id));
     });
 
+    it("delivers this process's commits interleaved with another writer's in log order, none skipped", async () => {
+      // A subscription reads what this process just committed from memory; a commit by another
+      // connection in between is a hole in that run and must be read from the file.
+      const cat = category('interleaved');
+      const other = new SqliteEventStore(file);
+      const delivered: RecordedEvent[] = [];
+      const subscription = store.subscribe((event) => void delivered.push(event), { after: await store.headPosition(), streamPrefixes: [`${cat}-`] });
+      try {
+        const writes: Array<Promise<unknown>> = [];
+        for (let i = 0; i < 60; i++) {
+          const writer = i % 3 === 1 ? other : store;
+          writes.push(writer.append(`${cat}-${i % 4}`, [newEvent(), newEvent()]));
+          if (i % 7 === 0) await Promise.all(writes);
+        }
+        await Promise.all(writes);
+        await waitFor(() => delivered.length === 120, { timeoutMs: 10_000, description: 'all 120 events' });
+        const positions = delivered.map((e) => e.position);
+        expect(positions).toEqual([...positions].sort((a, b) => (a < b ? -1 : 1)));
+        const fromFile = (await store.readAll({ after: delivered[0].position - 1n, maxCount: 10_000 })).filter((e) => e.streamId.startsWith(`${cat}-`));
+        expect(delivered.map((e) => [e.id, e.position, e.revision, e.data])).toEqual(fromFile.map((e) => [e.id, e.position, e.revision, e.data]));
+      } finally {
+        await subscription.close();
+        await other.close();
+      }
+    });
+
     it("delivers events appended here to another process's subscription", async () => {
       const cat = category('fromparent');
       const reader = startChild(file, 'subscribe', `${cat}-`, String((await store.headPosition()) ?? 'start'), '5');

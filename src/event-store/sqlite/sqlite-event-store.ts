@@ -44,6 +44,66 @@ export interface SqliteEventStoreOptions {
 }
 
 const PAGE = 512;
+/** Events this process committed last, kept for its own subscriptions (at most this many, and bytes). */
+const RECENT_EVENTS = 4096;
+const RECENT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * What this process committed last, in position order: its subscriptions read a page from here
+ * instead of the file when the page starts right after their checkpoint (`after + 1` is here).
+ * Positions are unique, so a run of consecutive positions held here is exactly what the file
+ * holds there; a commit by another process in between leaves a hole in the run, and the page
+ * past the hole is read from the file.
+ */
+class RecentCommits {
+  private events: RecordedEvent[] = [];
+  private sizes: number[] = [];
+  private start = 0;
+  private bytes = 0;
+
+  add(event: RecordedEvent, size: number): void {
+    this.events.push(event);
+    this.sizes.push(size);
+    this.bytes += size;
+    while (this.events.length - this.start > RECENT_EVENTS || (this.bytes > RECENT_BYTES && this.events.length - this.start > 1)) {
+      this.bytes -= this.sizes[this.start];
+      this.start++;
+    }
+    if (this.start > RECENT_EVENTS) {
+      this.events = this.events.slice(this.start);
+      this.sizes = this.sizes.slice(this.start);
+      this.start = 0;
+    }
+  }
+
+  /**
+   * The events at positions after+1, after+2, ... held here (up to `limit`), and whether the run
+   * stopped at a hole (events of another process follow it in the file).
+   */
+  after(after: bigint, limit: number): { events: RecordedEvent[]; hole: boolean } | null {
+    const want = after + 1n;
+    let lo = this.start;
+    let hi = this.events.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const p = this.events[mid].position;
+      if (p === want) {
+        const run: RecordedEvent[] = [];
+        let i = mid;
+        let next = want;
+        while (i < this.events.length && run.length < limit && this.events[i].position === next) {
+          run.push(this.events[i]);
+          i++;
+          next++;
+        }
+        return { events: run, hole: i < this.events.length && run.length < limit };
+      }
+      if (p < want) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return null;
+  }
+}
 
 /**
  * The embedded event store: one SQLite file in WAL mode with `synchronous=FULL`, so an
@@ -65,6 +125,9 @@ export class SqliteEventStore implements EventStore {
   private readonly subscriptions = new Set<SqliteSubscription>();
   private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
   private readonly commitListeners: Array<(commit: CommitInfo) => void> = [];
+  private readonly recent = new RecentCommits();
+  /** Rows written by the transaction being committed (kept once it has). */
+  private written: Array<{ event: RecordedEvent; size: number }> = [];
 
   constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
     if (file !== ':memory:') {
@@ -156,13 +219,17 @@ export class SqliteEventStore implements EventStore {
           }
         }
       });
+      this.written = [];
       try {
         commit.immediate();
       } catch (error) {
+        this.written = [];
         const failure = new StoreUnavailableError(`sqlite commit failed: ${(error as Error).message}`, { cause: error });
         for (const pending of batch) pending.reject(failure);
         continue;
       }
+      for (const { event, size } of this.written) this.recent.add(event, size);
+      this.written = [];
       batch.forEach((pending, i) => {
         const outcome = outcomes[i];
         if (outcome.ok) pending.resolve(outcome.value);
@@ -196,19 +263,20 @@ export class SqliteEventStore implements EventStore {
     const now = Date.now();
     let revision = head === null ? -1 : head;
     let position = 0n;
+    const written: Array<{ event: RecordedEvent; size: number }> = [];
     for (const event of events) {
       revision += 1;
-      const info = this.stmt.insert.run(
-        streamId,
-        revision,
-        event.id,
-        event.type,
-        JSON.stringify(event.data ?? null),
-        JSON.stringify(event.metadata ?? {}),
-        now,
-      );
+      const data = JSON.stringify(event.data ?? null);
+      const metadata = JSON.stringify(event.metadata ?? {});
+      const info = this.stmt.insert.run(streamId, revision, event.id, event.type, data, metadata, now);
       position = BigInt(info.lastInsertRowid);
+      written.push({
+        event: toRecorded({ position: Number(position), stream_id: streamId, revision, event_id: event.id, type: event.type, data, metadata, recorded_at: now }),
+        size: data.length + metadata.length,
+      });
     }
+    // Only once this caller's savepoint has been released (a throw above undoes its rows).
+    this.written.push(...written);
     return { nextExpectedRevision: BigInt(revision), position };
   }
 
@@ -248,6 +316,19 @@ export class SqliteEventStore implements EventStore {
   /** Synchronous page read, used by subscriptions. */
   readPage(after: bigint | undefined, limit: number): RecordedEvent[] {
     return this.stmt.all.all(after === undefined ? 0 : Number(after), limit).map(toRecorded);
+  }
+
+  /**
+   * A subscription's next page: from what this process just committed when the page starts
+   * there (no read, no parse), else from the file. A run from memory that ends at a hole goes
+   * on from the file; one that ends at the newest local commit is as far as this process knows
+   * (other processes' later commits are found by the poll, as after any read).
+   */
+  nextPage(after: bigint | undefined, limit: number): RecordedEvent[] {
+    const held = after === undefined ? null : this.recent.after(after, limit);
+    if (!held) return this.readPage(after, limit);
+    if (!held.hole) return held.events;
+    return held.events.concat(this.readPage(held.events[held.events.length - 1].position, limit - held.events.length));
   }
 
   subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
@@ -334,7 +415,7 @@ class SqliteSubscription implements Subscription {
     const prefixes = this.options.streamPrefixes;
     try {
       while (!this.stopped && !this.store.isClosed) {
-        const page = this.store.readPage(this.checkpoint, PAGE);
+        const page = this.store.nextPage(this.checkpoint, PAGE);
         for (const event of page) {
           if (this.stopped) return;
           if (!prefixes || prefixes.some((p) => event.streamId.startsWith(p))) await this.handler(event);
