@@ -79,6 +79,25 @@ describe('SqliteEventStore, embedded only', () => {
       }
     });
 
+    it("reads a stream whole when another writer appended to it between this process's appends", async () => {
+      // Bounded reads of what this process just committed come from memory; a revision written
+      // by another connection is not there, so the read must go to the file.
+      const stream = `${category('gapped')}-1`;
+      const other = new SqliteEventStore(file);
+      try {
+        await store.append(stream, [newEvent(), newEvent()]);
+        const theirs = newEvent();
+        await other.append(stream, [theirs]);
+        await store.append(stream, [newEvent()], 2n);
+        const read = await store.readStream(stream, { fromRevision: 1n, maxCount: 3 });
+        expect(read.map((e) => e.revision)).toEqual([1n, 2n, 3n]);
+        expect(read[1].id).toBe(theirs.id);
+        expect((await store.readStream(stream, { fromRevision: 3n, maxCount: 1 })).map((e) => e.revision)).toEqual([3n]);
+      } finally {
+        await other.close();
+      }
+    });
+
     it("delivers events appended here to another process's subscription", async () => {
       const cat = category('fromparent');
       const reader = startChild(file, 'subscribe', `${cat}-`, String((await store.headPosition()) ?? 'start'), '5');

@@ -61,19 +61,47 @@ class RecentCommits {
   private start = 0;
   private bytes = 0;
 
+  /** Per stream, its events held here, in revision order. */
+  private readonly streams = new Map<string, RecordedEvent[]>();
+
   add(event: RecordedEvent, size: number): void {
     this.events.push(event);
     this.sizes.push(size);
     this.bytes += size;
+    const stream = this.streams.get(event.streamId);
+    if (stream) stream.push(event);
+    else this.streams.set(event.streamId, [event]);
     while (this.events.length - this.start > RECENT_EVENTS || (this.bytes > RECENT_BYTES && this.events.length - this.start > 1)) {
+      const oldest = this.events[this.start];
       this.bytes -= this.sizes[this.start];
       this.start++;
+      // The oldest event held is the first held of its stream (position order is revision order).
+      const list = this.streams.get(oldest.streamId);
+      if (list?.[0] === oldest) list.shift();
+      if (list?.length === 0) this.streams.delete(oldest.streamId);
     }
     if (this.start > RECENT_EVENTS) {
       this.events = this.events.slice(this.start);
       this.sizes = this.sizes.slice(this.start);
       this.start = 0;
     }
+  }
+
+  /** A deleted stream is read from the file from now on. */
+  forget(streamId: string): void {
+    this.streams.delete(streamId);
+  }
+
+  /** Revisions from..from+count-1 of a stream when every one of them is held here, else null. */
+  range(streamId: string, from: bigint, count: number): RecordedEvent[] | null {
+    const list = this.streams.get(streamId);
+    if (!list || count <= 0) return null;
+    const first = list.findIndex((e) => e.revision === from);
+    if (first < 0 || first + count > list.length) return null;
+    const run = list.slice(first, first + count);
+    // Another process's commit to this stream in between leaves a revision gap.
+    for (let i = 1; i < run.length; i++) if (run[i].revision !== run[i - 1].revision + 1n) return null;
+    return run;
   }
 
   /**
@@ -301,6 +329,11 @@ export class SqliteEventStore implements EventStore {
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
     const limit = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    // A bounded forward read of what this process just committed (a decision's new events).
+    if (options.direction !== 'backwards' && options.maxCount !== undefined && options.maxCount <= RECENT_EVENTS) {
+      const held = this.recent.range(streamId, options.fromRevision ?? 0n, options.maxCount);
+      if (held) return held;
+    }
     const rows =
       options.direction === 'backwards'
         ? this.stmt.backwards.all(streamId, options.fromRevision === undefined ? Number.MAX_SAFE_INTEGER : Number(options.fromRevision), limit)
@@ -354,6 +387,7 @@ export class SqliteEventStore implements EventStore {
   /** Deletes the stream's rows (retention). AUTOINCREMENT never reuses their positions. */
   async deleteStream(streamId: string): Promise<number> {
     this.assertOpen();
+    this.recent.forget(streamId);
     return this.stmt.deleteStream.run(streamId).changes;
   }
 
