@@ -11,8 +11,9 @@ import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
-import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../workflows/domain/workflow-retry.js';
+import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
 import {
@@ -44,6 +45,8 @@ const workerContext = (input: { appId: string; environment: string; workerId: st
 export class EngineService {
   private readonly logger = new Logger('Engine');
   private readonly claiming = new Set<string>();
+  /** Long polls parked here, by app and environment. */
+  private readonly parked = new Map<string, Set<ParkedPoll>>();
 
   constructor(
     private readonly engine: EngineState,
@@ -51,8 +54,10 @@ export class EngineService {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
     @Inject(EVENT_STORE) private readonly store: EventStore,
+    dispatcher: WorkflowDispatcher,
   ) {
     engine.onRevived((kind, id) => void this.revive(kind, id));
+    dispatcher.onDispatch((dispatch) => this.offerDecision(dispatch));
   }
 
   /**
@@ -96,7 +101,54 @@ export class EngineService {
       // Candidates that could not be claimed were taken elsewhere (another instance, whose event
       // this one has not projected yet): give the log a moment instead of spinning on them.
       const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);
-      await this.engine.waitForWork(input.appId, input.environment, input.workflows, taskNames, wait, signal);
+      const offered = await this.park(input, policies, wait, signal);
+      const item = offered && (await offered);
+      if (item) return [item];
+    }
+  }
+
+  /**
+   * Waits for work like `EngineState.waitForWork`, parked where a dispatch on this instance can
+   * hand it the new workflow's first decision directly (`offerDecision`). Resolves with that
+   * claim when one was handed over.
+   */
+  private async park(input: PollWorkInput, policies: Policies, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
+    const scope = `${input.appId}\u0000${input.environment}`;
+    const handoff = new AbortController();
+    const poll: ParkedPoll = { input, policies, names: new Set(input.workflows.map(baseName)), signal, wake: () => handoff.abort() };
+    let polls = this.parked.get(scope);
+    if (!polls) this.parked.set(scope, (polls = new Set()));
+    polls.add(poll);
+    try {
+      const stop = signal ? AbortSignal.any([signal, handoff.signal]) : handoff.signal;
+      await this.engine.waitForWork(input.appId, input.environment, input.workflows, input.tasks.map((t) => t.name), waitMs, stop);
+    } finally {
+      polls.delete(poll);
+      if (polls.size === 0 && this.parked.get(scope) === polls) this.parked.delete(scope);
+    }
+    return poll.offered;
+  }
+
+  /**
+   * Eager start: a workflow dispatched on this instance while a poll that serves it is parked
+   * here gets its first decision claimed for that poll in the same append as the dispatch, and
+   * the poll answers with it: no wait for the dispatch to reach the engine's index, no second
+   * append. Called in the tick the dispatch is queued (`WorkflowDispatcher.onDispatch`).
+   */
+  private offerDecision(dispatch: { appId: string; environment: string; name: string; workflowId: string }): void {
+    const polls = this.parked.get(`${dispatch.appId}\u0000${dispatch.environment}`);
+    if (!polls) return;
+    const name = baseName(dispatch.name);
+    for (const poll of polls) {
+      if (poll.offered || poll.signal?.aborted || !poll.names.has(name)) continue;
+      polls.delete(poll);
+      poll.offered = this.claim(poll.input, { kind: 'decision', ref: `wf:${dispatch.workflowId}` }, poll.policies, { opportunistic: true }).catch((error: Error) => {
+        // The poll goes on looking as if nothing had been offered.
+        this.logger.warn(`eager start of workflow ${dispatch.workflowId} failed: ${error.message}`);
+        return null;
+      });
+      poll.wake();
+      return;
     }
   }
 
@@ -433,6 +485,20 @@ export class EngineService {
 }
 
 /** The claims a report may make for its worker (see `EngineService.report`). */
+type Policies = Map<string, { retry: RetryPolicy; timeoutMs: number | null }>;
+
+/** A long poll waiting on this instance, which a dispatch here may hand its first decision. */
+interface ParkedPoll {
+  input: PollWorkInput;
+  policies: Policies;
+  /** Base names of the workflows it serves. */
+  names: Set<string>;
+  signal?: AbortSignal;
+  wake: () => void;
+  /** The claim made for it by a dispatch, once one was. */
+  offered?: Promise<WorkItem | null>;
+}
+
 interface EagerClaims {
   serves(taskName: string): boolean;
   /** Tasks are claimed at once (behind the decision that schedules them); decisions at `flush`. */

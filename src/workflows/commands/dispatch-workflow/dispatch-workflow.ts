@@ -78,10 +78,24 @@ export interface WorkflowDispatch {
   workflowId?: string;
 }
 
+/**
+ * Called in the same tick as a dispatch is queued (before its append): whatever the listener
+ * queues on the workflow's stream then goes in the same append (the engine hands the first
+ * decision to a parked poll this way).
+ */
+export type DispatchListener = (dispatch: { appId: string; environment: string; name: string; workflowId: string }) => void;
+
 /** Starts workflows: from the API, from schedules, and as children of other workflows. */
 @Injectable()
 export class WorkflowDispatcher {
+  private listener: DispatchListener | undefined;
+
   constructor(private readonly runner: DeciderRunner) {}
+
+  /** Sets the one listener told of every dispatch as it is queued (see `DispatchListener`). */
+  onDispatch(listener: DispatchListener): void {
+    this.listener = listener;
+  }
 
   async dispatch(context: CommandContext, dispatch: WorkflowDispatch): Promise<string> {
     return (await this.tryDispatch(context, dispatch)).id;
@@ -90,13 +104,15 @@ export class WorkflowDispatcher {
   /** Dispatches; `created` is false when a workflow with that id already existed (nothing changed). */
   async tryDispatch(context: CommandContext, dispatch: WorkflowDispatch): Promise<{ id: string; created: boolean }> {
     const workflowId = dispatch.workflowId ?? uuidv7();
-    const { events } = await this.runner.run(
+    const dispatched = this.runner.run(
       `workflow-${workflowId}`,
       workflowDecider,
       { type: 'DispatchWorkflow', ...dispatch, workflowId, tag: dispatch.tag, now: Date.now() },
       context,
       { likelyNew: true },
     );
+    this.listener?.({ appId: dispatch.appId, environment: dispatch.environment, name: dispatch.name, workflowId });
+    const { events } = await dispatched;
     return { id: workflowId, created: events.length > 0 };
   }
 }
