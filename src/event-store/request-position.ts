@@ -1,10 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { currentRequestContext } from '../shared/request-context.js';
 
-/** The highest log position a request wrote or read to (sent back as `x-baton-position`). */
-export const requestPosition = new AsyncLocalStorage<{ position: bigint }>();
-
-/** Notes that the current request's answer reflects the log up to `position`. */
+/** Notes that the current request's answer reflects the log up to `position` (sent back as `x-baton-position`). */
 export function notePosition(position: bigint): void {
-  const store = requestPosition.getStore();
-  if (store && position > store.position) store.position = position;
+  const context = currentRequestContext();
+  if (context && position > context.position) context.position = position;
 }

@@ -1,5 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { REQUEST_ID_HEADER, runWithRequestContext } from '../shared/request-context.js';
+import { REQUEST_ID_HEADER, RequestContext, currentRequestContext, runWithRequestContext } from '../shared/request-context.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's context (correlation id, log position), also its async context. */
+    batonContext?: RequestContext;
+  }
+}
 import type { MetricsService } from './metrics.service.js';
 
 /**
@@ -10,12 +17,16 @@ import type { MetricsService } from './metrics.service.js';
 export function installRequestContext(app: FastifyInstance, metrics: MetricsService): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
-    done();
+    const context: RequestContext = { correlationId: request.id, position: -1n };
+    request.batonContext = context;
+    runWithRequestContext(context, done);
   });
-  // After the body is parsed (its stream events run outside any request context), so the
-  // handler and everything it awaits inherit the context.
+  // After the body is parsed (its stream events may run outside the request's context): the
+  // handler and everything it awaits must run in it.
   app.addHook('preHandler', (request, _reply, done) => {
-    runWithRequestContext({ correlationId: request.id }, done);
+    const context = request.batonContext;
+    if (context && currentRequestContext() !== context) runWithRequestContext(context, done);
+    else done();
   });
   app.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequests.observe(

@@ -9,6 +9,8 @@ import { uuidv7 } from './ids.js';
  */
 export interface RequestContext {
   correlationId: string;
+  /** The highest log position the request wrote or read to (sent back as `x-baton-position`), -1 before any. */
+  position: bigint;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
@@ -31,6 +33,11 @@ export function requestIdFor(raw: IncomingMessage & { id?: unknown }): string {
 /** Runs `fn` (and everything it starts) with this request's context. */
 export function runWithRequestContext<T>(context: RequestContext, fn: () => T): T {
   return storage.run(context, fn);
+}
+
+/** The context of the request being served, if any (one AsyncLocalStorage for everything a request carries). */
+export function currentRequestContext(): RequestContext | undefined {
+  return storage.getStore();
 }
 
 /** The correlation id of the request being served, if any. */

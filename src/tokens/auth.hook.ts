@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ReadFence } from '../event-store/read-fence.js';
-import { requestPosition } from '../event-store/request-position.js';
 import { StoreUnavailable } from '../shared/errors.js';
 import { Principal, TokensReadModel } from './tokens.projection.js';
 
@@ -58,10 +57,9 @@ export function installAuth(
 ): void {
   const limiter = new RateLimiter(rateLimitPerMinute);
   const logger = new Logger('Auth');
-  // Every request runs in its own position context (see request-position.ts).
-  app.addHook('onRequest', (_request, _reply, done) => requestPosition.run({ position: -1n }, done));
+  // The request's context (request-hooks.ts) collects the position it wrote or read to.
   app.addHook('onSend', async (request, reply, payload) => {
-    const position = requestPosition.getStore()?.position ?? -1n;
+    const position = request.batonContext?.position ?? -1n;
     if (position >= 0n && request.routeOptions.url === graphqlPath) reply.header(POSITION_HEADER, position.toString());
     return payload;
   });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 import { type Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 import { APP, Engine, ofType, unique } from './engine-helpers.js';
 
 let service: Service;
@@ -168,6 +169,41 @@ describe('hostile histories and repeated reports', () => {
     expect(types.filter((t) => t === 'TaskCompleted')).toHaveLength(2);
     history = await engine.history(id);
     expect(ofType(history, 'DecisionStarted')).toHaveLength(2);
+  });
+
+  it('eager start: a dispatch hands its first decision to a parked poll that serves it, in the same append', async () => {
+    const env = unique('eagerstart');
+    const engine = new Engine(service, env);
+    const parked = service.gql(
+      `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref decisionId history historyFrom } }`,
+      { input: { appId: APP, environment: env, workerId: 'w-eager', workflows: ['Hand'], tasks: [], maxItems: 1, waitMs: 15_000 } },
+    );
+    // The poll is parked once the instance counts it (nothing is claimable in this environment).
+    await waitFor(
+      async () => {
+        const res = await service.gql(`query($appId: String!, $environment: String!) { workers(appId: $appId, environment: $environment) { workers { workerId pollsInFlight } } }`, { appId: APP, environment: env });
+        return res.body.data?.workers.workers.some((w: { workerId: string; pollsInFlight: number }) => w.workerId === 'w-eager' && w.pollsInFlight > 0);
+      },
+      { timeoutMs: 10_000, description: 'the poll to park' },
+    );
+    const id = await engine.dispatch('Hand', ['x']);
+    const items = (await parked).body.data!.pollWork;
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({ kind: 'DECISION', ref: `wf:${id}` });
+    expect((JSON.parse(items[0].history) as Array<{ type: string }>).map((e) => e.type)).toEqual(['WorkflowDispatched', 'DecisionStarted']);
+    const history = await engine.history(id);
+    expect(history.map((e) => e.type)).toEqual(['WorkflowDispatched', 'DecisionStarted']);
+    // One append, made by the dispatch's request: recorded together, under its correlation id.
+    expect(history[1].recordedAt).toBe(history[0].recordedAt);
+    expect(history[1].metadata.correlationId).toBe(history[0].metadata.correlationId);
+    // A workflow the parked poll does not serve is not handed to it.
+    const other = service.gql(
+      `mutation($input: PollWorkInput!) { pollWork(input: $input) { ref } }`,
+      { input: { appId: APP, environment: env, workerId: 'w-other', workflows: ['Elsewhere'], tasks: [], maxItems: 1, waitMs: 1_000 } },
+    );
+    const second = await engine.dispatch('Hand', ['y']);
+    expect((await other).body.data!.pollWork).toEqual([]);
+    expect((await engine.history(second)).map((e) => e.type)).toEqual(['WorkflowDispatched']);
   });
 
   it('gives another app\'s worker the same answer as for work that does not exist, and records nothing', async () => {
