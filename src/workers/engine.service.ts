@@ -103,7 +103,12 @@ export class EngineService {
       const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);
       const offered = await this.park(input, policies, wait, signal);
       const item = offered && (await offered);
-      if (item) return [item];
+      if (item) {
+        // Whatever else became claimable meanwhile goes in the same answer.
+        const more = max > 1 ? this.engine.candidates(input.appId, input.environment, input.workflows, taskNames, max - 1, this.claiming) : [];
+        const others = (await Promise.all(more.map((c) => this.claim(input, c, policies)))).filter((i): i is WorkItem => i !== null);
+        return [item, ...others];
+      }
     }
   }
 
