@@ -20,6 +20,12 @@ const CATCH_UP_BATCH = 5000;
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 
+/** CPU time (user and system) of this process since `since`, in ms. */
+const cpuMs = (since: NodeJS.CpuUsage): number => {
+  const used = process.cpuUsage(since);
+  return Math.round((used.user + used.system) / 1000);
+};
+
 /** An in-memory handler with `load()` rebuilds itself from its own tables at start. */
 interface Loadable {
   load(): void;
@@ -96,6 +102,7 @@ export class ProjectionRunner implements OnApplicationShutdown {
   async start(): Promise<void> {
     if (this.subscription || this.live) return;
     const started = Date.now();
+    const cpu = process.cpuUsage();
     const { loadables, durables } = this.discover();
     for (const projection of durables) projection.migrate();
     this.batching = durables.filter((p) => typeof p.endBatch === 'function');
@@ -132,7 +139,7 @@ export class ProjectionRunner implements OnApplicationShutdown {
         this.catchUpMs = Date.now() - started;
         this.catchUpReplayed = this.replayed;
         this.logger.log(
-          `read models resumed from checkpoint ${this.startedFrom} (${inFlight.length} in-flight streams rebuilt in memory); caught up ${this.replayed} events in ${this.catchUpMs} ms`,
+          `read models resumed from checkpoint ${this.startedFrom} (${inFlight.length} in-flight streams rebuilt in memory); caught up ${this.replayed} events in ${this.catchUpMs} ms (${cpuMs(cpu)} ms of CPU)`,
         );
         this.live = true;
         for (const listener of this.liveListeners) listener();
