@@ -396,7 +396,12 @@ class SqliteSubscription implements Subscription {
           if (!prefixes || prefixes.some((p) => event.streamId.startsWith(p))) await this.handler(event);
           this.checkpoint = event.position;
         }
-        if (page.length === PAGE) continue;
+        if (page.length === PAGE) {
+          // Catching up: let timers and I/O through between pages (a handler that never waits on
+          // I/O would otherwise hold the event loop until the whole log was read).
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          continue;
+        }
         if (!caughtUp) {
           caughtUp = true;
           this.options.onCaughtUp?.();
