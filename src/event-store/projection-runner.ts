@@ -5,18 +5,13 @@ import { FAULTS } from '../shared/faults.js';
 import { EVENT_STORE, type EventStore, RecordedEvent, Subscription } from './event-store.port.js';
 import { DurableProjection, EventRegistry, PROJECTION_TYPES, READ_MODEL_TYPES, type StoredEvent } from './event-registry.js';
 import { READ_MODEL_DB, ReadModelDb } from './read-model-db.js';
+import { READ_MODELS_CHECKPOINT, ReadModelFolder } from './read-model-folder.js';
 import { notePosition } from './request-position.js';
 
-/** The read models' checkpoint in `rm_checkpoints`. */
-export const READ_MODELS_CHECKPOINT = 'read-models';
+export { READ_MODELS_CHECKPOINT };
 /** Largest batch folded in one transaction while live. */
 const MAX_BATCH = 1000;
-/**
- * Events read and folded in one transaction while catching up at start (a rebuild): larger
- * batches mean fewer commits, and a read model that coalesces its writes within a batch (a
- * workflow's dozen events → one row written) writes less.
- */
-const CATCH_UP_BATCH = 5000;
+
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 
@@ -62,8 +57,7 @@ export class ProjectionRunner implements OnApplicationShutdown {
   private durable = new Map<string, DurableProjection[]>();
   private memory = new Map<string, IEventHandler<StoredEvent>[]>();
   private readonly warnedTypes = new Set<string>();
-  private apply!: (events: Array<StoredEvent | null>, last: bigint) => void;
-  private batching: DurableProjection[] = [];
+  private folder!: ReadModelFolder;
   private dropUntil = 0;
   private restartTimer: NodeJS.Timeout | undefined;
   /** Events folded since start (the replay a restart had to do). */
@@ -105,26 +99,19 @@ export class ProjectionRunner implements OnApplicationShutdown {
     const cpu = process.cpuUsage();
     const { loadables, durables } = this.discover();
     for (const projection of durables) projection.migrate();
-    this.batching = durables.filter((p) => typeof p.endBatch === 'function');
-    this.apply = this.rm.db.transaction((events: Array<StoredEvent | null>, last: bigint) => {
-      // Re-read in the transaction: another instance on the same file may have moved it.
-      const checkpoint = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
-      try {
-        for (const event of events) {
-          if (!event || event.recorded.position <= checkpoint) continue;
-          const projections = this.durable.get(event.type);
-          if (projections) for (const projection of projections) projection.project(event);
-        }
-        for (const projection of this.batching) projection.endBatch!();
-      } catch (error) {
-        for (const projection of this.batching) projection.abortBatch?.();
-        throw error;
-      }
-      this.rm.saveCheckpoint(READ_MODELS_CHECKPOINT, last);
-    });
+    this.folder = new ReadModelFolder(this.rm, this.registry, this.durable);
 
     this.startedFrom = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
-    await this.catchUp();
+    // With a store that reads in bulk, the log up to its head is folded into the durable read
+    // models first. In-memory handlers are not fed by it: like after a restart, they are rebuilt
+    // below from their own tables (`load()`) and the streams still in flight at the checkpoint,
+    // and the subscription then takes over for what was appended meanwhile.
+    this.replayed +=
+      (await this.folder.catchUp(this.store, {
+        rehydrate: (recorded) => this.rehydrate(recorded),
+        skipped: (type) => this.warnIfUnknown(type),
+        stopped: () => this.stopped,
+      })) ?? 0;
 
     // The rows, the in-flight list and the checkpoint are read at one point of the log.
     const inFlight: string[] = [];
@@ -147,32 +134,6 @@ export class ProjectionRunner implements OnApplicationShutdown {
       };
       this.subscribe(reject);
     });
-  }
-
-  /**
-   * At start, with a store that can read in bulk (`readCatchUp`): folds the log into the durable
-   * read models up to its head, in large batches, decoding only the events some read model takes.
-   * In-memory handlers are not fed here: like after a restart, they are rebuilt afterwards from
-   * their own tables (`load()`) and the streams still in flight at the checkpoint. The
-   * subscription then takes over from the checkpoint for what was appended meanwhile.
-   */
-  private async catchUp(): Promise<void> {
-    if (!this.store.readCatchUp) return;
-    const wanted = new Set<string>([...this.durable.keys(), ...this.registry.upcastTypes()]);
-    let after = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
-    while (!this.stopped) {
-      const page = this.store.readCatchUp(after < 0n ? undefined : after, CATCH_UP_BATCH, wanted);
-      for (const type of page.skippedTypes) this.warnIfUnknown(type);
-      if (page.last !== undefined && page.last > after) {
-        const events = page.events.map((recorded) => this.rehydrate(recorded));
-        this.apply(events, page.last);
-        this.replayed += page.read;
-        after = page.last;
-      }
-      if (page.done) return;
-      // Lets timers and signals through between batches.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
   }
 
   /** In-memory handlers that cannot load themselves get the in-flight streams, up to the checkpoint. */
@@ -241,7 +202,7 @@ export class ProjectionRunner implements OnApplicationShutdown {
     if (events.length === 0) return;
     this.injectDrop(events);
     const stored = events.map((recorded) => this.rehydrate(recorded));
-    this.apply(stored, events[events.length - 1].position);
+    this.folder.apply(stored, events[events.length - 1].position);
     this.batch = [];
     for (const event of stored) {
       const handlers = event && this.memory.get(event.type);
