@@ -10,7 +10,7 @@ export const READ_MODELS_CHECKPOINT = 'read-models';
  * fewer commits, and a read model that coalesces its writes within a batch (a workflow's dozen
  * events → one row written) writes less.
  */
-export const CATCH_UP_BATCH = 5000;
+export const CATCH_UP_BATCH = 2000;
 
 /**
  * Folds batches of events into the durable read models (`@ReadModel`): one transaction of the
