@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, fromJson, toJson } from '../event-store/read-model-db.js';
+import { READ_MODEL_DB, ReadModelDb, RowWriter, fromJson, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { type FailureRow, failureGroupsOf, pageOf } from '../workflows/workflows.read-model.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
@@ -44,6 +44,17 @@ interface Row {
   updated_at: number;
 }
 
+/** A row as a batch holds it until `endBatch`: `before` is the row as read (null: none). */
+interface PendingRow {
+  row: Row | null;
+  before: Row | null;
+  dirty: boolean;
+}
+
+const COLUMNS = [
+  'id', 'seq', 'app_id', 'environment', 'name', 'tag', 'status', 'attempts', 'input', 'output', 'error', 'schedule_id', 'parent_id', 'created_at', 'updated_at',
+] as const satisfies ReadonlyArray<keyof Row>;
+
 const toView = (r: Row): TaskView => ({
   id: r.id,
   appId: r.app_id,
@@ -66,7 +77,7 @@ const toView = (r: Row): TaskView => ({
 export class TasksReadModel implements DurableProjection {
   private stmt!: ReturnType<TasksReadModel['prepare']>;
   /** The rows a batch touched, written once in `endBatch` (as in the workflows read model). */
-  private pending = new Map<string, { row: Row | null; stored: boolean; dirty: boolean }>();
+  private pending = new Map<string, PendingRow>();
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -101,15 +112,7 @@ export class TasksReadModel implements DurableProjection {
     return {
       get: db.prepare<[string], Row>('SELECT * FROM rm_tasks WHERE id = ?'),
       failures: failureGroupsOf(this.rm, 'rm_tasks', 'name'),
-      insertRow: db.prepare<[Row]>(
-        `INSERT INTO rm_tasks (id, seq, app_id, environment, name, tag, status, attempts, input, output, error, schedule_id, parent_id, created_at, updated_at)
-         VALUES (@id, @seq, @app_id, @environment, @name, @tag, @status, @attempts, @input, @output, @error, @schedule_id, @parent_id, @created_at, @updated_at)`,
-      ),
-      updateRow: db.prepare<[Row]>(
-        `UPDATE rm_tasks SET seq = @seq, app_id = @app_id, environment = @environment, name = @name, tag = @tag, status = @status, attempts = @attempts,
-           input = @input, output = @output, error = @error, schedule_id = @schedule_id, parent_id = @parent_id, created_at = @created_at, updated_at = @updated_at
-         WHERE id = @id`,
-      ),
+      rows: new RowWriter<Row>(db, 'rm_tasks', 'id', COLUMNS),
       inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_tasks WHERE status IN ('pending', 'running')`),
     };
   }
@@ -221,10 +224,10 @@ export class TasksReadModel implements DurableProjection {
   endBatch(): void {
     const pending = this.pending;
     this.pending = new Map();
-    for (const { row, stored, dirty } of pending.values()) {
+    for (const { row, before, dirty } of pending.values()) {
       if (!dirty || row === null) continue;
-      if (stored) this.stmt.updateRow.run(row);
-      else this.stmt.insertRow.run(row);
+      if (before) this.stmt.rows.update(before, row);
+      else this.stmt.rows.insert(row);
     }
   }
 
@@ -232,11 +235,11 @@ export class TasksReadModel implements DurableProjection {
     this.pending = new Map();
   }
 
-  private entry(id: string): { row: Row | null; stored: boolean; dirty: boolean } {
+  private entry(id: string): PendingRow {
     let entry = this.pending.get(id);
     if (!entry) {
-      const row = this.stmt.get.get(id) ?? null;
-      entry = { row, stored: row !== null, dirty: false };
+      const before = this.stmt.get.get(id) ?? null;
+      entry = { row: before && { ...before }, before, dirty: false };
       this.pending.set(id, entry);
     }
     return entry;

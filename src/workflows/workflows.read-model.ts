@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
+import { READ_MODEL_DB, ReadModelDb, RowWriter, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -73,12 +73,17 @@ interface Row {
 /** A row as stored (with the base name the selectors match on). */
 type StoredRow = Row & { base_name: string };
 
-/** A row as a batch holds it until `endBatch` (see `WorkflowsReadModel.pending`). */
+/** A row as a batch holds it until `endBatch` (see `WorkflowsReadModel.pending`): `before` is the row as read (null: none). */
 interface PendingRow {
   row: StoredRow | null;
-  stored: boolean;
+  before: StoredRow | null;
   dirty: boolean;
 }
+
+const COLUMNS = [
+  'id', 'seq', 'app_id', 'environment', 'name', 'base_name', 'version', 'tag', 'status', 'input', 'output', 'error',
+  'parent_id', 'parent_seq', 'schedule_id', 'queries', 'created_at', 'updated_at',
+] as const satisfies ReadonlyArray<keyof StoredRow>;
 
 const ACTIVE = `status IN ('running', 'paused')`;
 const FINAL = `('completed', 'failed', 'terminated')`;
@@ -114,8 +119,8 @@ export class WorkflowsReadModel implements DurableProjection {
   /**
    * The rows a batch touched, folded in memory and written once in `endBatch` (a workflow's
    * dozen events in one batch cost one row write, not one per event): `row` null when the
-   * workflow does not exist (never dispatched, or forgotten), `stored` whether the table held it
-   * when the batch first read it.
+   * workflow does not exist (never dispatched, or forgotten), `before` the row as the table held
+   * it when the batch first read it (null: none).
    */
   private pending = new Map<string, PendingRow>();
 
@@ -176,16 +181,7 @@ export class WorkflowsReadModel implements DurableProjection {
          ORDER BY updated_at LIMIT ?`,
       ),
       forget: db.prepare<[string]>('DELETE FROM rm_workflows WHERE id = ?'),
-      insertRow: db.prepare<[StoredRow]>(
-        `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, version, tag, status, input, output, error, parent_id, parent_seq, schedule_id, queries, created_at, updated_at)
-         VALUES (@id, @seq, @app_id, @environment, @name, @base_name, @version, @tag, @status, @input, @output, @error, @parent_id, @parent_seq, @schedule_id, @queries, @created_at, @updated_at)`,
-      ),
-      updateRow: db.prepare<[StoredRow]>(
-        `UPDATE rm_workflows SET seq = @seq, app_id = @app_id, environment = @environment, name = @name, base_name = @base_name, version = @version,
-           tag = @tag, status = @status, input = @input, output = @output, error = @error, parent_id = @parent_id, parent_seq = @parent_seq,
-           schedule_id = @schedule_id, queries = @queries, created_at = @created_at, updated_at = @updated_at
-         WHERE id = @id`,
-      ),
+      rows: new RowWriter<StoredRow>(db, 'rm_workflows', 'id', COLUMNS),
       startedPerMinute: db.prepare<[Record<string, unknown>], { minute: number; n: number }>(
         `SELECT (created_at / 60000) * 60000 AS minute, count(*) AS n FROM rm_workflows
          WHERE app_id = @appId AND environment = @environment AND created_at >= @start AND created_at < @end GROUP BY minute`,
@@ -360,12 +356,12 @@ export class WorkflowsReadModel implements DurableProjection {
   endBatch(): void {
     const pending = this.pending;
     this.pending = new Map();
-    for (const [id, { row, stored, dirty }] of pending) {
+    for (const [id, { row, before, dirty }] of pending) {
       if (!dirty) continue;
       if (row === null) {
-        if (stored) this.stmt.forget.run(id);
-      } else if (stored) this.stmt.updateRow.run(row);
-      else this.stmt.insertRow.run(row);
+        if (before) this.stmt.forget.run(id);
+      } else if (before) this.stmt.rows.update(before, row);
+      else this.stmt.rows.insert(row);
     }
   }
 
@@ -377,8 +373,8 @@ export class WorkflowsReadModel implements DurableProjection {
   private entry(id: string): PendingRow {
     let entry = this.pending.get(id);
     if (!entry) {
-      const row = this.stmt.get.get(id) ?? null;
-      entry = { row, stored: row !== null, dirty: false };
+      const before = this.stmt.get.get(id) ?? null;
+      entry = { row: before && { ...before }, before, dirty: false };
       this.pending.set(id, entry);
     }
     return entry;
