@@ -63,18 +63,57 @@ export class ReadModelFolder {
     const wanted = new Set<string>([...this.durable.keys(), ...this.registry.upcastTypes()]);
     let after = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
     let read = 0;
-    while (!hooks.stopped?.()) {
-      const page = store.readCatchUp(after < 0n ? undefined : after, CATCH_UP_BATCH, wanted);
-      if (hooks.skipped) for (const type of page.skippedTypes) hooks.skipped(type);
-      if (page.last !== undefined && page.last > after) {
-        this.apply(page.events.map(hooks.rehydrate), page.last);
-        read += page.read;
-        after = page.last;
+    // Folding the whole log into empty tables: their secondary indexes are built once at the end
+    // (sorted) instead of row by row.
+    const deferred = after < 0n ? this.dropIndexes() : [];
+    try {
+      while (!hooks.stopped?.()) {
+        const page = store.readCatchUp(after < 0n ? undefined : after, CATCH_UP_BATCH, wanted);
+        if (hooks.skipped) for (const type of page.skippedTypes) hooks.skipped(type);
+        if (page.last !== undefined && page.last > after) {
+          this.apply(page.events.map(hooks.rehydrate), page.last);
+          read += page.read;
+          after = page.last;
+        }
+        if (page.done) break;
+        // Lets timers and signals through between batches.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      if (page.done) break;
-      // Lets timers and signals through between batches.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+    } finally {
+      this.createIndexes(deferred);
     }
     return read;
+  }
+
+  /**
+   * Drops the non-unique secondary indexes of the read-model tables (`rm_*`), answering the
+   * statements that create them again. Only done before folding into empty tables (checkpoint
+   * -1): a crash before `createIndexes` loses nothing, as every read model's `migrate()` creates
+   * its indexes again at the next start. Unique indexes and primary keys stay (they decide what
+   * `INSERT OR IGNORE` ignores).
+   */
+  private dropIndexes(): string[] {
+    const db = this.rm.db;
+    return db
+      .transaction(() => {
+        const indexes = db
+          .prepare<[], { name: string; sql: string }>(
+            `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name LIKE 'rm\\_%' ESCAPE '\\' AND tbl_name != 'rm_checkpoints'`,
+          )
+          .all()
+          .filter((index) => !/^\s*CREATE\s+UNIQUE\b/i.test(index.sql));
+        for (const index of indexes) db.exec(`DROP INDEX IF EXISTS "${index.name}"`);
+        return indexes.map((index) => index.sql.replace(/^\s*CREATE\s+INDEX\s+(IF\s+NOT\s+EXISTS\s+)?/i, 'CREATE INDEX IF NOT EXISTS '));
+      })
+      .immediate();
+  }
+
+  private createIndexes(statements: string[]): void {
+    if (statements.length === 0) return;
+    this.rm.db
+      .transaction(() => {
+        for (const sql of statements) this.rm.db.exec(sql);
+      })
+      .immediate();
   }
 }
