@@ -83,8 +83,7 @@ export class AuditReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_audit_scope ON rm_audit (app_id, environment, position);
     `);
     this.insert = this.rm.db.prepare(
-      `INSERT OR IGNORE INTO rm_audit (position, at, actor, app_id, environment, action, stream_id, name, data)
-       VALUES (@position, @at, @actor, @app_id, @environment, @action, @stream_id, @name, @data)`,
+      `INSERT OR IGNORE INTO rm_audit (position, at, actor, app_id, environment, action, stream_id, name, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -93,17 +92,18 @@ export class AuditReadModel implements DurableProjection {
     const actor = metadata.actor ?? 'unknown';
     if (actor === 'system' || actor.startsWith('worker:')) return;
     const data = stored.data as Record<string, unknown>;
-    this.insert.run({
-      position: Number(position),
-      at: (metadata.at ? new Date(metadata.at) : recordedAt).getTime(),
+    // Positional parameters: cheaper to bind than named ones (a rebuild inserts one row per API action).
+    this.insert.run(
+      Number(position),
+      (metadata.at ? new Date(metadata.at) : recordedAt).getTime(),
       actor,
-      app_id: String(metadata.appId ?? data.appId ?? ''),
-      environment: String(metadata.environment ?? data.environment ?? ''),
-      action: stored.type,
-      stream_id: streamId,
-      name: typeof data.name === 'string' ? data.name : null,
-      data: JSON.stringify(data),
-    });
+      String(metadata.appId ?? data.appId ?? ''),
+      String(metadata.environment ?? data.environment ?? ''),
+      stored.type,
+      streamId,
+      typeof data.name === 'string' ? data.name : null,
+      JSON.stringify(data),
+    );
   }
 
   /** Newest first, `first` entries before the position `before` (a cursor). `search` matches the actor, action, stream or name. */

@@ -7,6 +7,7 @@ import { type EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
 import { historyCommand, replayAllCommand, replayCommand } from './history-commands.js';
 import { CliError, assertStoreExists, backupCommand } from './store-commands.js';
+import { rebuildCommand } from './rebuild-command.js';
 import { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from '../tokens/roles.js';
 import { type WorkerCommandOptions, workerCommand } from './worker-command.js';
 
@@ -125,6 +126,12 @@ withStoreOptions(command(program, 'backup <file>', 'write a consistent copy of t
   .action(async (file: string, o: StoreOptions & { force: boolean }) => {
     const url = loadConfig({ ...process.env, EVENT_STORE_URL: o.store }).eventStoreUrl;
     done(await backupCommand(url, file, o));
+  });
+
+withStoreOptions(command(program, 'rebuild', 'drop the read models of the embedded SQLite store and fold the whole log into them again (stop every instance first)'))
+  .action(async (o: StoreOptions) => {
+    const url = loadConfig({ ...process.env, EVENT_STORE_URL: o.store }).eventStoreUrl;
+    done(await rebuildCommand(url));
   });
 
 program.parseAsync(process.argv).then(

@@ -63,6 +63,16 @@ export class EventRegistry {
     return this.known.has(upcast.type) ? upcast : null;
   }
 
+  /** Whether events of this type are known (registered by a module). */
+  isKnown(type: string): boolean {
+    return this.known.has(type);
+  }
+
+  /** The stored types an upcaster rewrites (their events may become of another type). */
+  upcastTypes(): string[] {
+    return [...this.upcasters.keys()];
+  }
+
   /** The event as its class instance, or null when the type is unknown. */
   rehydrate(event: RecordedEvent): StoredEvent | null {
     const upcast = this.upcast(event);
@@ -97,6 +107,13 @@ export interface DurableProjection {
   migrate(): void;
   /** Folds one event into its rows; runs inside the batch transaction. */
   project(event: StoredEvent): void;
+  /**
+   * Optional write-back within a batch: `project` may keep rows in memory and write each changed
+   * row once in `endBatch` (called inside the batch transaction, before the checkpoint moves);
+   * `abortBatch` drops what was kept when the batch fails (its transaction is rolled back).
+   */
+  endBatch?(): void;
+  abortBatch?(): void;
   /** Ids of the streams still in flight (not final) at the checkpoint, for in-memory state to rebuild from. */
   inFlightStreams?(): string[];
 }

@@ -123,6 +123,24 @@ export interface EventStore {
   deleteStream?(streamId: string): Promise<number | undefined>;
   /** Told after every commit (for metrics); the embedded store commits several appends at once. */
   onCommit?(listener: (commit: CommitInfo) => void): void;
+  /**
+   * A bulk read for rebuilding read models (synchronous, the embedded store only): up to `maxCount`
+   * events of the global log after `after`, but only those whose type is in `wanted` are decoded and
+   * returned; the others are passed over (their types collected in `skippedTypes`). `last` is the
+   * position of the last event read, wanted or not (`after` when none was), and `done` tells the
+   * page reached the end of the log.
+   */
+  readCatchUp?(after: bigint | undefined, maxCount: number, wanted: ReadonlySet<string>): CatchUpPage;
+}
+
+/** One page of `EventStore.readCatchUp`. */
+export interface CatchUpPage {
+  events: RecordedEvent[];
+  /** How many events of the log the page covered, wanted or not. */
+  read: number;
+  last: bigint | undefined;
+  done: boolean;
+  skippedTypes: Set<string>;
 }
 
 /** The stream is not at the revision the caller expected. */

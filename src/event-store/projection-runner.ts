@@ -5,14 +5,21 @@ import { FAULTS } from '../shared/faults.js';
 import { EVENT_STORE, type EventStore, RecordedEvent, Subscription } from './event-store.port.js';
 import { DurableProjection, EventRegistry, PROJECTION_TYPES, READ_MODEL_TYPES, type StoredEvent } from './event-registry.js';
 import { READ_MODEL_DB, ReadModelDb } from './read-model-db.js';
+import { READ_MODELS_CHECKPOINT, ReadModelFolder } from './read-model-folder.js';
 import { notePosition } from './request-position.js';
 
-/** The read models' checkpoint in `rm_checkpoints`. */
-export const READ_MODELS_CHECKPOINT = 'read-models';
-/** Largest batch folded in one transaction. */
+export { READ_MODELS_CHECKPOINT };
+/** Largest batch folded in one transaction while live. */
 const MAX_BATCH = 1000;
+
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
+
+/** CPU time (user and system) of this process since `since`, in ms. */
+const cpuMs = (since: NodeJS.CpuUsage): number => {
+  const used = process.cpuUsage(since);
+  return Math.round((used.user + used.system) / 1000);
+};
 
 /** An in-memory handler with `load()` rebuilds itself from its own tables at start. */
 interface Loadable {
@@ -50,7 +57,7 @@ export class ProjectionRunner implements OnApplicationShutdown {
   private durable = new Map<string, DurableProjection[]>();
   private memory = new Map<string, IEventHandler<StoredEvent>[]>();
   private readonly warnedTypes = new Set<string>();
-  private apply!: (events: RecordedEvent[]) => void;
+  private folder!: ReadModelFolder;
   private dropUntil = 0;
   private restartTimer: NodeJS.Timeout | undefined;
   /** Events folded since start (the replay a restart had to do). */
@@ -89,17 +96,22 @@ export class ProjectionRunner implements OnApplicationShutdown {
   async start(): Promise<void> {
     if (this.subscription || this.live) return;
     const started = Date.now();
+    const cpu = process.cpuUsage();
     const { loadables, durables } = this.discover();
     for (const projection of durables) projection.migrate();
-    this.apply = this.rm.db.transaction((events: RecordedEvent[]) => {
-      const checkpoint = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
-      for (const recorded of events) {
-        if (recorded.position <= checkpoint) continue;
-        const event = this.rehydrate(recorded);
-        for (const projection of (event && this.durable.get(event.type)) || []) projection.project(event!);
-      }
-      this.rm.saveCheckpoint(READ_MODELS_CHECKPOINT, events[events.length - 1].position);
-    });
+    this.folder = new ReadModelFolder(this.rm, this.registry, this.durable);
+
+    this.startedFrom = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
+    // With a store that reads in bulk, the log up to its head is folded into the durable read
+    // models first. In-memory handlers are not fed by it: like after a restart, they are rebuilt
+    // below from their own tables (`load()`) and the streams still in flight at the checkpoint,
+    // and the subscription then takes over for what was appended meanwhile.
+    this.replayed +=
+      (await this.folder.catchUp(this.store, {
+        rehydrate: (recorded) => this.rehydrate(recorded),
+        skipped: (type) => this.warnIfUnknown(type),
+        stopped: () => this.stopped,
+      })) ?? 0;
 
     // The rows, the in-flight list and the checkpoint are read at one point of the log.
     const inFlight: string[] = [];
@@ -108,14 +120,13 @@ export class ProjectionRunner implements OnApplicationShutdown {
       for (const loadable of loadables) loadable.load();
       for (const projection of durables) inFlight.push(...(projection.inFlightStreams?.() ?? []));
     })();
-    this.startedFrom = this.position;
     await this.rebuildInMemory(inFlight, loadables);
     await new Promise<void>((resolve, reject) => {
       this.firstCaughtUp = () => {
         this.catchUpMs = Date.now() - started;
         this.catchUpReplayed = this.replayed;
         this.logger.log(
-          `read models resumed from checkpoint ${this.startedFrom} (${inFlight.length} in-flight streams rebuilt in memory); caught up ${this.replayed} events in ${this.catchUpMs} ms`,
+          `read models resumed from checkpoint ${this.startedFrom} (${inFlight.length} in-flight streams rebuilt in memory); caught up ${this.replayed} events in ${this.catchUpMs} ms (${cpuMs(cpu)} ms of CPU)`,
         );
         this.live = true;
         for (const listener of this.liveListeners) listener();
@@ -190,11 +201,12 @@ export class ProjectionRunner implements OnApplicationShutdown {
     const events = this.batch;
     if (events.length === 0) return;
     this.injectDrop(events);
-    this.apply(events);
+    const stored = events.map((recorded) => this.rehydrate(recorded));
+    this.folder.apply(stored, events[events.length - 1].position);
     this.batch = [];
-    for (const recorded of events) {
-      const event = this.rehydrate(recorded);
-      for (const handler of (event && this.memory.get(event.type)) || []) this.callMemory(handler, event!);
+    for (const event of stored) {
+      const handlers = event && this.memory.get(event.type);
+      if (handlers) for (const handler of handlers) this.callMemory(handler, event!);
     }
     this.replayed += events.length;
     this.advance(events[events.length - 1].position);
@@ -215,6 +227,13 @@ export class ProjectionRunner implements OnApplicationShutdown {
       this.logger.warn(`skipping events of unknown type ${recorded.type} (first at position ${recorded.position}, stream ${recorded.streamId})`);
     }
     return event;
+  }
+
+  /** An event type passed over while catching up: warned once if no one registered it. */
+  private warnIfUnknown(type: string): void {
+    if (this.warnedTypes.has(type) || this.registry.isKnown(type)) return;
+    this.warnedTypes.add(type);
+    this.logger.warn(`skipping events of unknown type ${type}`);
   }
 
   /** TEST-ONLY: `BATON_FAULTS=projection-drop:<type>:<ms>`. */

@@ -71,3 +71,40 @@ export function scopedFilter(appId: string, environment: string) {
     },
   };
 }
+
+/**
+ * Writes whole rows of one table for the read models that fold a batch in memory (write-back):
+ * an INSERT of every column for a new row, and for a row that was read an UPDATE of the columns
+ * whose values changed only (so SQLite maintains only the indexes over those columns, as the
+ * per-event statements did), with a statement prepared once per set of columns.
+ */
+export class RowWriter<Row extends object> {
+  private readonly insertStatement: BetterSqlite3.Statement<unknown[]>;
+  private readonly updates = new Map<string, BetterSqlite3.Statement<unknown[]>>();
+
+  constructor(
+    private readonly db: BetterSqlite3.Database,
+    private readonly table: string,
+    private readonly key: keyof Row & string,
+    private readonly columns: ReadonlyArray<keyof Row & string>,
+  ) {
+    this.insertStatement = db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`);
+  }
+
+  insert(row: Row): void {
+    this.insertStatement.run(...this.columns.map((c) => row[c] as unknown));
+  }
+
+  /** Writes the columns of `row` that differ from `before` (nothing when none does). */
+  update(before: Row, row: Row): void {
+    const changed = this.columns.filter((c) => c !== this.key && row[c] !== before[c]);
+    if (changed.length === 0) return;
+    const signature = changed.join(',');
+    let statement = this.updates.get(signature);
+    if (!statement) {
+      statement = this.db.prepare(`UPDATE ${this.table} SET ${changed.map((c) => `${c} = ?`).join(', ')} WHERE ${this.key} = ?`);
+      this.updates.set(signature, statement);
+    }
+    statement.run(...changed.map((c) => row[c] as unknown), row[this.key] as unknown);
+  }
+}

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, fromJson, toJson } from '../event-store/read-model-db.js';
+import { READ_MODEL_DB, ReadModelDb, RowWriter, fromJson, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { type FailureRow, failureGroupsOf, pageOf } from '../workflows/workflows.read-model.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
@@ -44,6 +44,17 @@ interface Row {
   updated_at: number;
 }
 
+/** A row as a batch holds it until `endBatch`: `before` is the row as read (null: none). */
+interface PendingRow {
+  row: Row | null;
+  before: Row | null;
+  dirty: boolean;
+}
+
+const COLUMNS = [
+  'id', 'seq', 'app_id', 'environment', 'name', 'tag', 'status', 'attempts', 'input', 'output', 'error', 'schedule_id', 'parent_id', 'created_at', 'updated_at',
+] as const satisfies ReadonlyArray<keyof Row>;
+
 const toView = (r: Row): TaskView => ({
   id: r.id,
   appId: r.app_id,
@@ -65,6 +76,8 @@ const toView = (r: Row): TaskView => ({
 @ReadModel(['TaskDispatched', 'TaskRetried', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'])
 export class TasksReadModel implements DurableProjection {
   private stmt!: ReturnType<TasksReadModel['prepare']>;
+  /** The rows a batch touched, written once in `endBatch` (as in the workflows read model). */
+  private pending = new Map<string, PendingRow>();
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -98,18 +111,8 @@ export class TasksReadModel implements DurableProjection {
     const db = this.rm.db;
     return {
       get: db.prepare<[string], Row>('SELECT * FROM rm_tasks WHERE id = ?'),
-      insert: db.prepare(
-        `INSERT OR IGNORE INTO rm_tasks (id, seq, app_id, environment, name, tag, status, attempts, input, output, error, schedule_id, parent_id, created_at, updated_at)
-         VALUES (@id, @seq, @app_id, @environment, @name, @tag, 'pending', 0, @input, NULL, NULL, @schedule_id, @parent_id, @at, @at)`,
-      ),
       failures: failureGroupsOf(this.rm, 'rm_tasks', 'name'),
-      retried: db.prepare<[number, string]>(`UPDATE rm_tasks SET status = 'pending', attempts = 0, updated_at = ? WHERE id = ?`),
-      started: db.prepare<[number, number, string]>(`UPDATE rm_tasks SET status = 'running', attempts = ?, updated_at = ? WHERE id = ?`),
-      completed: db.prepare<[string | null, number, string]>(`UPDATE rm_tasks SET status = 'completed', output = ?, updated_at = ? WHERE id = ?`),
-      attemptFailed: db.prepare<[string, number, number, string]>(
-        `UPDATE rm_tasks SET error = ?, status = CASE WHEN ? THEN 'pending' ELSE status END, updated_at = ? WHERE id = ?`,
-      ),
-      failed: db.prepare<[string, number, string]>(`UPDATE rm_tasks SET status = 'failed', error = ?, updated_at = ? WHERE id = ?`),
+      rows: new RowWriter<Row>(db, 'rm_tasks', 'id', COLUMNS),
       inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_tasks WHERE status IN ('pending', 'running')`),
     };
   }
@@ -147,6 +150,7 @@ export class TasksReadModel implements DurableProjection {
     return this.stmt.inFlight.all().map((r) => `task-${r.id}`);
   }
 
+  /** Folds one event into the batch's copy of its row; the comments give the SQL each case stands for. */
   project(stored: StoredEvent): void {
     const { streamId, recordedAt, position } = stored.recorded;
     if (!streamId.startsWith('task-')) return;
@@ -154,38 +158,99 @@ export class TasksReadModel implements DurableProjection {
     const at = recordedAt.getTime();
     switch (stored.type) {
       case 'TaskDispatched': {
+        // INSERT OR IGNORE
+        const entry = this.entry(id);
+        if (entry.row) return;
         const d = stored.data as TaskDispatchedData;
-        this.stmt.insert.run({
+        entry.row = {
           id,
           seq: Number(position),
           app_id: d.appId,
           environment: d.environment,
           name: d.name,
           tag: d.tag ?? null,
+          status: 'pending',
+          attempts: 0,
           input: JSON.stringify(d.args),
+          output: null,
+          error: null,
           schedule_id: d.scheduleId,
           parent_id: d.parent?.workflowId ?? null,
-          at,
-        });
+          created_at: at,
+          updated_at: at,
+        };
+        entry.dirty = true;
         return;
       }
       case 'TaskRetried':
-        this.stmt.retried.run(at, id);
-        return;
-      case 'TaskStarted':
-        this.stmt.started.run((stored.data as AttemptEventData['TaskStarted']).attempt, at, id);
-        return;
-      case 'TaskCompleted':
-        this.stmt.completed.run(toJson((stored.data as AttemptEventData['TaskCompleted']).result), at, id);
-        return;
-      case 'TaskAttemptFailed': {
-        const data = stored.data as AttemptEventData['TaskAttemptFailed'];
-        this.stmt.attemptFailed.run(JSON.stringify(data.error), data.retryAt !== null ? 1 : 0, at, id);
-        return;
+        return this.update(id, at, (row) => {
+          row.status = 'pending';
+          row.attempts = 0;
+        });
+      case 'TaskStarted': {
+        const { attempt } = stored.data as AttemptEventData['TaskStarted'];
+        return this.update(id, at, (row) => {
+          row.status = 'running';
+          row.attempts = attempt;
+        });
       }
-      case 'TaskFailed':
-        this.stmt.failed.run(JSON.stringify((stored.data as AttemptEventData['TaskFailed']).error), at, id);
-        return;
+      case 'TaskCompleted': {
+        const output = toJson((stored.data as AttemptEventData['TaskCompleted']).result);
+        return this.update(id, at, (row) => {
+          row.status = 'completed';
+          row.output = output;
+        });
+      }
+      case 'TaskAttemptFailed': {
+        // status = CASE WHEN retrying THEN 'pending' ELSE status END
+        const data = stored.data as AttemptEventData['TaskAttemptFailed'];
+        const error = JSON.stringify(data.error);
+        return this.update(id, at, (row) => {
+          row.error = error;
+          if (data.retryAt !== null) row.status = 'pending';
+        });
+      }
+      case 'TaskFailed': {
+        const error = JSON.stringify((stored.data as AttemptEventData['TaskFailed']).error);
+        return this.update(id, at, (row) => {
+          row.status = 'failed';
+          row.error = error;
+        });
+      }
     }
+  }
+
+  /** Writes the rows the batch changed (inside the batch transaction). */
+  endBatch(): void {
+    const pending = this.pending;
+    this.pending = new Map();
+    for (const { row, before, dirty } of pending.values()) {
+      if (!dirty || row === null) continue;
+      if (before) this.stmt.rows.update(before, row);
+      else this.stmt.rows.insert(row);
+    }
+  }
+
+  abortBatch(): void {
+    this.pending = new Map();
+  }
+
+  private entry(id: string): PendingRow {
+    let entry = this.pending.get(id);
+    if (!entry) {
+      const before = this.stmt.get.get(id) ?? null;
+      entry = { row: before && { ...before }, before, dirty: false };
+      this.pending.set(id, entry);
+    }
+    return entry;
+  }
+
+  /** An UPDATE ... WHERE id = ? that also sets updated_at: a no-op when the row does not exist. */
+  private update(id: string, at: number, change: (row: Row) => void): void {
+    const entry = this.entry(id);
+    if (!entry.row) return;
+    change(entry.row);
+    entry.row.updated_at = at;
+    entry.dirty = true;
   }
 }

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
+import { READ_MODEL_DB, ReadModelDb, RowWriter, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -70,6 +70,21 @@ interface Row {
   updated_at: number;
 }
 
+/** A row as stored (with the base name the selectors match on). */
+type StoredRow = Row & { base_name: string };
+
+/** A row as a batch holds it until `endBatch` (see `WorkflowsReadModel.pending`): `before` is the row as read (null: none). */
+interface PendingRow {
+  row: StoredRow | null;
+  before: StoredRow | null;
+  dirty: boolean;
+}
+
+const COLUMNS = [
+  'id', 'seq', 'app_id', 'environment', 'name', 'base_name', 'version', 'tag', 'status', 'input', 'output', 'error',
+  'parent_id', 'parent_seq', 'schedule_id', 'queries', 'created_at', 'updated_at',
+] as const satisfies ReadonlyArray<keyof StoredRow>;
+
 const ACTIVE = `status IN ('running', 'paused')`;
 const FINAL = `('completed', 'failed', 'terminated')`;
 
@@ -101,6 +116,13 @@ const toView = (r: Row): WorkflowView => ({
 @ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowRetried', 'WorkflowsExpired', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsReadModel implements DurableProjection {
   private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
+  /**
+   * The rows a batch touched, folded in memory and written once in `endBatch` (a workflow's
+   * dozen events in one batch cost one row write, not one per event): `row` null when the
+   * workflow does not exist (never dispatched, or forgotten), `before` the row as the table held
+   * it when the batch first read it (null: none).
+   */
+  private pending = new Map<string, PendingRow>();
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -144,18 +166,7 @@ export class WorkflowsReadModel implements DurableProjection {
   private prepare() {
     const db = this.rm.db;
     return {
-      get: db.prepare<[string], Row>('SELECT * FROM rm_workflows WHERE id = ?'),
-      queries: db.prepare<[string, number, string]>('UPDATE rm_workflows SET queries = ?, updated_at = ? WHERE id = ?'),
-      newRun: db.prepare<[string, number, string]>('UPDATE rm_workflows SET input = ?, queries = NULL, updated_at = ? WHERE id = ?'),
-      insert: db.prepare(
-        `INSERT OR IGNORE INTO rm_workflows (id, seq, app_id, environment, name, base_name, version, tag, status, input, output, error, parent_id, parent_seq, schedule_id, created_at, updated_at)
-         VALUES (@id, @seq, @app_id, @environment, @name, @base_name, NULL, @tag, 'running', @input, NULL, NULL, @parent_id, @parent_seq, @schedule_id, @at, @at)`,
-      ),
-      version: db.prepare<[string, number, string]>('UPDATE rm_workflows SET version = coalesce(version, ?), updated_at = ? WHERE id = ?'),
-      touch: db.prepare<[number, string]>('UPDATE rm_workflows SET updated_at = ? WHERE id = ?'),
-      status: db.prepare<[string, string | null, string | null, number, string]>(
-        `UPDATE rm_workflows SET status = ?, output = coalesce(?, output), error = coalesce(?, error), updated_at = ? WHERE id = ? AND status NOT IN ${FINAL}`,
-      ),
+      get: db.prepare<[string], StoredRow>('SELECT * FROM rm_workflows WHERE id = ?'),
       activeByName: db.prepare<[string, string, string, string], Row>(
         `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
       ),
@@ -170,7 +181,7 @@ export class WorkflowsReadModel implements DurableProjection {
          ORDER BY updated_at LIMIT ?`,
       ),
       forget: db.prepare<[string]>('DELETE FROM rm_workflows WHERE id = ?'),
-      retried: db.prepare<[number, string]>(`UPDATE rm_workflows SET status = 'running', error = NULL, output = NULL, updated_at = ? WHERE id = ? AND status = 'failed'`),
+      rows: new RowWriter<StoredRow>(db, 'rm_workflows', 'id', COLUMNS),
       startedPerMinute: db.prepare<[Record<string, unknown>], { minute: number; n: number }>(
         `SELECT (created_at / 60000) * 60000 AS minute, count(*) AS n FROM rm_workflows
          WHERE app_id = @appId AND environment = @environment AND created_at >= @start AND created_at < @end GROUP BY minute`,
@@ -252,6 +263,10 @@ export class WorkflowsReadModel implements DurableProjection {
     this.stmt.forget.run(id);
   }
 
+  /**
+   * Folds one event into the batch's copy of its row (see `pending`); the SQL each case stands for
+   * is in the comments, and the rows end as those statements would leave them.
+   */
   project(stored: StoredEvent): void {
     const { streamId, recordedAt, position } = stored.recorded;
     const id = streamId.slice('workflow-'.length);
@@ -259,32 +274,53 @@ export class WorkflowsReadModel implements DurableProjection {
     const event = { type: stored.type, data: stored.data } as WorkflowEvent;
     switch (event.type) {
       case 'WorkflowDispatched': {
+        // INSERT OR IGNORE
+        const entry = this.entry(id);
+        if (entry.row) return;
         const d = event.data;
-        this.stmt.insert.run({
+        entry.row = {
           id,
           seq: Number(position),
           app_id: d.appId,
           environment: d.environment,
           name: d.name,
           base_name: baseName(d.name),
+          version: null,
           tag: d.tag,
+          status: 'running',
           input: JSON.stringify(d.input),
+          output: null,
+          error: null,
           parent_id: d.parent?.workflowId ?? null,
           parent_seq: d.parent?.seq ?? null,
           schedule_id: d.scheduleId,
-          at,
-        });
+          queries: null,
+          created_at: at,
+          updated_at: at,
+        };
+        entry.dirty = true;
         return;
       }
       case 'DecisionStarted':
-        this.stmt.version.run(event.data.version, at, id);
-        return;
+        // version = coalesce(version, ?)
+        return this.update(id, at, (row) => {
+          row.version ??= event.data.version ?? null;
+        });
       case 'DecisionCompleted':
-        if (event.data.queries) this.stmt.queries.run(JSON.stringify(event.data.queries), at, id);
+        if (event.data.queries) {
+          const queries = JSON.stringify(event.data.queries);
+          this.update(id, at, (row) => {
+            row.queries = queries;
+          });
+        }
         return;
-      case 'WorkflowContinuedAsNew':
-        this.stmt.newRun.run(JSON.stringify(event.data.input), at, id);
-        return;
+      case 'WorkflowContinuedAsNew': {
+        const input = JSON.stringify(event.data.input);
+        return this.update(id, at, (row) => {
+          row.input = input;
+          row.queries = null;
+        });
+      }
       case 'WorkflowPaused':
         return this.setStatus(id, 'paused', at);
       case 'WorkflowResumed':
@@ -296,19 +332,70 @@ export class WorkflowsReadModel implements DurableProjection {
       case 'WorkflowFailed':
         return this.setStatus(id, 'failed', at, null, JSON.stringify(event.data.error));
       case 'WorkflowRetried':
-        this.stmt.retried.run(at, id);
-        return;
+        // WHERE status = 'failed'
+        return this.update(id, at, (row) => {
+          if (row.status !== 'failed') return false;
+          row.status = 'running';
+          row.error = null;
+          row.output = null;
+        });
       case 'WorkflowsExpired' as WorkflowEvent['type']:
         // Retention deleted these workflows' streams (retention.service.ts): their rows go too.
-        for (const expired of (stored.data as { workflowIds: string[] }).workflowIds) this.stmt.forget.run(expired);
+        for (const expired of (stored.data as { workflowIds: string[] }).workflowIds) {
+          const entry = this.entry(expired);
+          entry.row = null;
+          entry.dirty = true;
+        }
         return;
       default:
-        this.stmt.touch.run(at, id);
+        this.update(id, at, () => undefined);
     }
   }
 
+  /** Writes the rows the batch changed (inside the batch transaction). */
+  endBatch(): void {
+    const pending = this.pending;
+    this.pending = new Map();
+    for (const [id, { row, before, dirty }] of pending) {
+      if (!dirty) continue;
+      if (row === null) {
+        if (before) this.stmt.forget.run(id);
+      } else if (before) this.stmt.rows.update(before, row);
+      else this.stmt.rows.insert(row);
+    }
+  }
+
+  abortBatch(): void {
+    this.pending = new Map();
+  }
+
+  /** The batch's copy of a workflow's row, read from the table the first time the batch needs it. */
+  private entry(id: string): PendingRow {
+    let entry = this.pending.get(id);
+    if (!entry) {
+      const before = this.stmt.get.get(id) ?? null;
+      entry = { row: before && { ...before }, before, dirty: false };
+      this.pending.set(id, entry);
+    }
+    return entry;
+  }
+
+  /** An UPDATE ... WHERE id = ? that also sets updated_at: a no-op when the row does not exist or `change` answers false. */
+  private update(id: string, at: number, change: (row: StoredRow) => boolean | void): void {
+    const entry = this.entry(id);
+    if (!entry.row || change(entry.row) === false) return;
+    entry.row.updated_at = at;
+    entry.dirty = true;
+  }
+
+  /** status = ?, output = coalesce(?, output), error = coalesce(?, error) WHERE status NOT IN final. */
   private setStatus(id: string, status: WorkflowStatus, at: number, output: string | null = null, error: string | null = null): void {
-    this.stmt.status.run(status, output, error, at, id);
+    this.update(id, at, (row) => {
+      if (row.status === 'completed' || row.status === 'failed' || row.status === 'terminated') return false;
+      row.status = status;
+      if (output !== null) row.output = output;
+      if (error !== null) row.error = error;
+    });
   }
 }
 

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { Engine, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, startService } from '../support/service.js';
 import { FIXTURES_MODULE, FixtureWorker, startWorker } from '../support/worker.js';
@@ -21,7 +22,7 @@ const VERSION = (await import('../../package.json', { with: { type: 'json' } }))
 
 describe('baton CLI', () => {
   it('answers --help and --version on every command', () => {
-    const commands = [[], ['tokens'], ['tokens', 'create'], ['tokens', 'list'], ['tokens', 'revoke'], ['worker'], ['history'], ['replay'], ['backup']];
+    const commands = [[], ['tokens'], ['tokens', 'create'], ['tokens', 'list'], ['tokens', 'revoke'], ['worker'], ['history'], ['replay'], ['backup'], ['rebuild']];
     for (const c of commands) {
       const help = baton([...c, '--help']);
       expect({ c, code: help.code }).toEqual({ c, code: 0 });
@@ -84,5 +85,63 @@ describe('baton backup, restored into a fresh instance', () => {
     const replay = baton(['replay', FIXTURES_MODULE, '--all', '--name', 'Sequential'], { EVENT_STORE_URL: `sqlite:${target}` });
     expect(replay.stdout).toMatch(/replayed \d+ workflows: \d+ OK, 0 NON_DETERMINISTIC/);
     expect(replay.code).toBe(0);
+  });
+});
+
+/** Every read-model row of a store (the effects reactor's checkpoint aside), table by table. */
+function readModelRows(storeUrl: string): Record<string, unknown[]> {
+  const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
+  try {
+    const tables = db.prepare<[], { name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm\\_%' ESCAPE '\\' ORDER BY name`).all();
+    return Object.fromEntries(
+      tables.map(({ name }) => [name, db.prepare(`SELECT * FROM ${name} ${name === 'rm_checkpoints' ? "WHERE name != 'effects'" : ''} ORDER BY 1`).all()]),
+    );
+  } finally {
+    db.close();
+  }
+}
+
+describe('baton rebuild', () => {
+  const stopped: Array<Service | FixtureWorker> = [];
+  afterAll(async () => {
+    for (const s of stopped) await s.stop();
+  });
+
+  it('drops the read models and folds the log again into the same rows; an instance then resumes from the rebuilt checkpoint', async () => {
+    const service = await startService();
+    stopped.push(service);
+    const environment = unique('rebuild');
+    const worker = await startWorker({ url: service.url, token: service.token, environment });
+    stopped.push(worker);
+    const engine = new Engine(service, environment);
+    const done = await Promise.all(Array.from({ length: 6 }, (_, i) => engine.dispatch('Sequential', [`r${i}`])));
+    for (const id of done) await engine.waitForState(id);
+    const waiting = await engine.dispatch('Waiter', ['never', 600_000]);
+    await engine.waitForHistory(waiting, (h) => h.some((e) => e.type === 'DecisionCompleted'), 'the waiter to park');
+    await worker.stop();
+    const before = await engine.workflow(waiting);
+    await service.stop();
+
+    const rows = readModelRows(service.storeUrl);
+    expect(rows.rm_workflows.length).toBeGreaterThanOrEqual(7);
+    const rebuild = baton(['rebuild'], { EVENT_STORE_URL: service.storeUrl });
+    expect(rebuild).toMatchObject({ code: 0, stderr: '' });
+    const [, events, head] = /rebuilt from (\d+) events \(up to position (\d+)\) in \d+ ms: \d+ events\/s/.exec(rebuild.stdout) ?? [];
+    expect(Number(events)).toBeGreaterThan(50);
+    expect(Number(head)).toBe(Number(events));
+    expect(readModelRows(service.storeUrl)).toEqual(rows);
+
+    const restarted = await startService({ storeUrl: service.storeUrl });
+    stopped.push(restarted);
+    const health = (await (await fetch(`${restarted.url}/health`)).json()) as { details: { projections: { resumedFrom: string; replayedEvents: number } } };
+    expect(health.details.projections.resumedFrom).toBe(head);
+    expect(health.details.projections.replayedEvents).toBe(0);
+    expect(await new Engine(restarted, environment, service.token).workflow(waiting)).toEqual(before);
+  });
+
+  it('explains that EventStoreDB read models are rebuilt by the instance', () => {
+    const refused = baton(['rebuild', '--store', 'esdb://localhost:2113?tls=false']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/READ_MODEL_PATH/);
   });
 });

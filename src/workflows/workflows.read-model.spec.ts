@@ -1,0 +1,194 @@
+import { describe, expect, it } from '@jest/globals';
+import { RecordedEvent } from '../event-store/event-store.port.js';
+import { StoredEvent } from '../event-store/event-registry.js';
+import { ReadModelDb, toJson } from '../event-store/read-model-db.js';
+import { baseName } from './domain/workflow.decider.js';
+import { WorkflowsReadModel } from './workflows.read-model.js';
+
+/**
+ * The workflows read model folds a batch's events into in-memory rows and writes each row once.
+ * Whatever the batch boundaries, its rows must end exactly as the per-event statements it
+ * replaced would leave them (`reference` below: the SQL of the previous version, one statement
+ * per event).
+ */
+
+type E = [stream: string, type: string, data: unknown];
+
+const dispatched = (id: string, name: string, extra: Record<string, unknown> = {}): E => [
+  id,
+  'WorkflowDispatched',
+  { workflowId: id, appId: 'a', environment: 'e', name, tag: null, input: [id], parent: null, scheduleId: null, dispatchedAt: '', ...extra },
+];
+
+const HISTORY: E[] = [
+  ['w4', 'DecisionStarted', { version: 'v0' }], // before its dispatch: no row to change
+  dispatched('w1', 'Order@2', { tag: 't', parent: { workflowId: 'p', seq: 3 }, scheduleId: 's' }),
+  dispatched('w2', 'Pay'),
+  ['w1', 'DecisionStarted', { version: 'v1' }],
+  ['w1', 'DecisionStarted', { version: 'v2' }], // the first version stays
+  ['w1', 'DecisionCompleted', { queries: { stage: 1 } }],
+  ['w1', 'DecisionCompleted', {}], // no queries: untouched
+  dispatched('w3', 'Ship'),
+  ['w1', 'WorkflowPaused', {}],
+  ['w2', 'WorkflowFailed', { error: { message: 'no', name: 'E' } }],
+  ['w1', 'WorkflowResumed', {}],
+  dispatched('w3', 'Other'), // the same id again: ignored
+  ['w2', 'WorkflowRetried', {}], // failed → running, error and output cleared
+  ['w1', 'WorkflowCompleted', { result: { ok: true } }],
+  ['w1', 'WorkflowFailed', { error: { message: 'late' } }], // final: ignored
+  ['w1', 'WorkflowRetried', {}], // not failed: ignored
+  ['w2', 'WorkflowContinuedAsNew', { input: [9] }], // new input, queries cleared
+  ['w3', 'DecisionStarted', { version: 'v3' }],
+  ['_', 'WorkflowsExpired', { workflowIds: ['w3'] }], // retention: the row goes
+  ['w3', 'DecisionCompleted', { queries: { q: 1 } }], // gone: nothing to change
+  dispatched('w3', 'Again'), // dispatched anew after its row went
+  dispatched('w4', 'Late'),
+  ['w4', 'WorkflowCompleted', {}], // no result: output stays null
+  ['w2', 'DecisionCompleted', { queries: { n: 2 } }],
+  ['w2', 'WorkflowTerminated', {}],
+  ['w2', 'WorkflowCompleted', { result: 1 }], // final: ignored
+  dispatched('w5', 'Five'),
+  ['_', 'WorkflowsExpired', { workflowIds: ['w5', 'never'] }],
+];
+
+function storedEvents(): StoredEvent[] {
+  return HISTORY.map(([id, type, data], i) => {
+    const recorded: RecordedEvent = {
+      id: `e${i}`,
+      type,
+      streamId: id === '_' ? 'retention' : `workflow-${id}`,
+      revision: BigInt(i),
+      position: BigInt(100 + i),
+      data,
+      metadata: {},
+      recordedAt: new Date(1_700_000_000_000 + i * 1000),
+    };
+    return new StoredEvent(recorded);
+  });
+}
+
+/** The per-event statements of the previous version of `WorkflowsReadModel.project`. */
+function reference(rm: ReadModelDb, stored: StoredEvent): void {
+  const db = rm.db;
+  const { streamId, recordedAt, position } = stored.recorded;
+  const id = streamId.slice('workflow-'.length);
+  const at = recordedAt.getTime();
+  const data = stored.data as any;
+  const status = (s: string, output: string | null = null, error: string | null = null) =>
+    db
+      .prepare(`UPDATE rm_workflows SET status = ?, output = coalesce(?, output), error = coalesce(?, error), updated_at = ? WHERE id = ? AND status NOT IN ('completed', 'failed', 'terminated')`)
+      .run(s, output, error, at, id);
+  switch (stored.type) {
+    case 'WorkflowDispatched':
+      db.prepare(
+        `INSERT OR IGNORE INTO rm_workflows (id, seq, app_id, environment, name, base_name, version, tag, status, input, output, error, parent_id, parent_seq, schedule_id, created_at, updated_at)
+         VALUES (@id, @seq, @app_id, @environment, @name, @base_name, NULL, @tag, 'running', @input, NULL, NULL, @parent_id, @parent_seq, @schedule_id, @at, @at)`,
+      ).run({
+        id,
+        seq: Number(position),
+        app_id: data.appId,
+        environment: data.environment,
+        name: data.name,
+        base_name: baseName(data.name),
+        tag: data.tag,
+        input: JSON.stringify(data.input),
+        parent_id: data.parent?.workflowId ?? null,
+        parent_seq: data.parent?.seq ?? null,
+        schedule_id: data.scheduleId,
+        at,
+      });
+      return;
+    case 'DecisionStarted':
+      db.prepare('UPDATE rm_workflows SET version = coalesce(version, ?), updated_at = ? WHERE id = ?').run(data.version, at, id);
+      return;
+    case 'DecisionCompleted':
+      if (data.queries) db.prepare('UPDATE rm_workflows SET queries = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(data.queries), at, id);
+      return;
+    case 'WorkflowContinuedAsNew':
+      db.prepare('UPDATE rm_workflows SET input = ?, queries = NULL, updated_at = ? WHERE id = ?').run(JSON.stringify(data.input), at, id);
+      return;
+    case 'WorkflowPaused':
+      return void status('paused');
+    case 'WorkflowResumed':
+      return void status('running');
+    case 'WorkflowTerminated':
+      return void status('terminated');
+    case 'WorkflowCompleted':
+      return void status('completed', toJson(data.result));
+    case 'WorkflowFailed':
+      return void status('failed', null, JSON.stringify(data.error));
+    case 'WorkflowRetried':
+      db.prepare(`UPDATE rm_workflows SET status = 'running', error = NULL, output = NULL, updated_at = ? WHERE id = ? AND status = 'failed'`).run(at, id);
+      return;
+    case 'WorkflowsExpired':
+      for (const expired of data.workflowIds) db.prepare('DELETE FROM rm_workflows WHERE id = ?').run(expired);
+      return;
+  }
+}
+
+function rows(rm: ReadModelDb): unknown[] {
+  return rm.db.prepare('SELECT * FROM rm_workflows ORDER BY id').all();
+}
+
+function fold(batchSize: number): { rm: ReadModelDb; model: WorkflowsReadModel } {
+  const rm = new ReadModelDb(':memory:');
+  const model = new WorkflowsReadModel(rm);
+  model.migrate();
+  const events = storedEvents();
+  for (let i = 0; i < events.length; i += batchSize) {
+    rm.db.transaction(() => {
+      for (const event of events.slice(i, i + batchSize)) model.project(event);
+      model.endBatch();
+    })();
+  }
+  return { rm, model };
+}
+
+describe('WorkflowsReadModel batches', () => {
+  const expected = (() => {
+    const rm = new ReadModelDb(':memory:');
+    new WorkflowsReadModel(rm).migrate();
+    for (const event of storedEvents()) reference(rm, event);
+    return rows(rm);
+  })();
+
+  it('the reference history exercises every case (sanity)', () => {
+    expect(expected.map((r: any) => [r.id, r.status, r.version])).toEqual([
+      ['w1', 'completed', 'v1'],
+      ['w2', 'terminated', null],
+      ['w3', 'running', null],
+      ['w4', 'completed', null],
+    ]);
+  });
+
+  it.each([1, 2, 3, 5, 7, HISTORY.length])('rows end as the per-event statements leave them, in batches of %i', (size) => {
+    const { rm } = fold(size);
+    expect(rows(rm)).toEqual(expected);
+  });
+
+  it('a failed batch leaves nothing behind: its transaction rolls back and the next batch starts clean', () => {
+    const rm = new ReadModelDb(':memory:');
+    const model = new WorkflowsReadModel(rm);
+    model.migrate();
+    const events = storedEvents();
+    expect(() =>
+      rm.db.transaction(() => {
+        for (const event of events) model.project(event);
+        throw new Error('boom');
+      })(),
+    ).toThrow('boom');
+    model.abortBatch();
+    expect(rows(rm)).toEqual([]);
+    rm.db.transaction(() => {
+      for (const event of events) model.project(event);
+      model.endBatch();
+    })();
+    expect(rows(rm)).toEqual(expected);
+  });
+
+  it('reads between batches see the rows written (nothing is left in memory)', () => {
+    const { model } = fold(4);
+    expect(model.getById('w1')).toMatchObject({ status: 'completed', version: 'v1', output: { ok: true }, queries: { stage: 1 }, parentId: 'p', parentSeq: 3, tag: 't' });
+    expect(model.getById('w5')).toBeUndefined();
+  });
+});
