@@ -164,8 +164,17 @@ function tableRows(r) {
       `restart on ${fmt.int(v.store.events)} events: spawn→ready ms`,
       spread(v.readyMs),
       `empty store ${spread(v.emptyReadyMs)}`,
-      `${fmt.int(v.netEventsPerSec.median)} events/s net of start-up` + (v.readModelsComplete ? '' : ' ⚠'),
+      `×${fmt.num(v.readyMs.median / v.emptyReadyMs.median, 2)} of an empty store` + (v.readModelsComplete ? '' : ' ⚠'),
     );
+    if (v.firstStartMs !== undefined) {
+      add(
+        '4 recovery',
+        `first start on ${fmt.int(v.store.events)} events (every read model built from the log) ms`,
+        fmt.int(v.firstStartMs),
+        `empty store ${fmt.int(v.emptyFirstStartMs)}`,
+        `${fmt.int(v.firstStartNetEventsPerSec)} events/s net of start-up` + (v.firstStartLog ? `; read models ${fmt.int(v.firstStartLog.events / (v.firstStartLog.ms / 1000))} events/s (log)` : ''),
+      );
+    }
     if (!v.readModelsComplete) add('4 recovery', '⚠ read models after restart', 'EMPTY', 'restarted service saw 0 workflows / unknown token', 'Baton bug: see notes');
     const m = v.memory;
     add(

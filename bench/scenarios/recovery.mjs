@@ -328,6 +328,10 @@ export async function recovery({ events, restartRuns, waitingWorkflows, liveFall
     readyMs: bigReady,
     readModelsComplete,
     firstStartMs: firstStart.readyMs,
+    emptyFirstStartMs: emptyFirst.readyMs,
+    // The whole log folded into every read model once, net of what a start costs anyway.
+    firstStartNetEventsPerSec: big.events / (Math.max(1, firstStart.readyMs - emptyFirst.readyMs) / 1000),
+    firstStartLog: firstStart.rebuild,
     replayedOnRestart: bigRuns.map((x) => x.rebuild?.events ?? null),
     completedMemory: completed,
     eventsPerSec: summary(bigRuns.map((x) => big.events / (x.readyMs / 1000))),
