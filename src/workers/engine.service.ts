@@ -194,14 +194,27 @@ export class EngineService {
     // Sticky: the worker that made the previous decision of this run holds the run up to there and
     // gets only what followed; any other worker gets the whole run (DESIGN.md §4).
     const previous = before.lastDecision;
+    const to = after.lastDecision!.revision;
     let from = previous && previous.workerId === input.workerId && previous.revision >= before.runStartRevision ? previous.revision + 1n : before.runStartRevision;
-    let history = await this.readRun(workflowId, from, after.lastDecision!.revision);
-    // A retried run is replayed whole, as if its failure never happened (workflow-retry.ts).
-    if (from !== before.runStartRevision && history.some((e) => e.type === 'WorkflowRetried')) {
-      from = before.runStartRevision;
-      history = await this.readRun(workflowId, from, after.lastDecision!.revision);
+    // A small run goes whole even to the worker that made the previous decision: if that worker
+    // no longer holds the run (its cache is bounded), it replays from what it got instead of
+    // asking for the run in a second request; if it does hold it, it skips what it has.
+    let text: string | undefined;
+    if (from !== before.runStartRevision && to - before.runStartRevision < SMALL_RUN_EVENTS) {
+      const whole = replayableHistory(await this.readRun(workflowId, before.runStartRevision, to));
+      const json = JSON.stringify(whole);
+      if (json.length <= SMALL_RUN_BYTES) {
+        from = before.runStartRevision;
+        text = json;
+      }
     }
-    if (from === before.runStartRevision) history = replayableHistory(history);
+    let history = text === undefined ? await this.readRun(workflowId, from, to) : [];
+    // A retried run is replayed whole, as if its failure never happened (workflow-retry.ts).
+    if (text === undefined && from !== before.runStartRevision && history.some((e) => e.type === 'WorkflowRetried')) {
+      from = before.runStartRevision;
+      history = await this.readRun(workflowId, from, to);
+    }
+    if (text === undefined && from === before.runStartRevision) history = replayableHistory(history);
     return {
       kind: WorkKind.DECISION,
       ref,
@@ -213,7 +226,7 @@ export class EngineService {
       attemptId: null,
       attempt: null,
       input: JSON.stringify(after.input),
-      history: JSON.stringify(history),
+      history: text ?? JSON.stringify(history),
       historyFrom: Number(from),
       runFrom: Number(after.runStartRevision),
       leaseExpiresAt: new Date(started.leaseExpiresAt),
@@ -490,6 +503,10 @@ export class EngineService {
 }
 
 /** The claims a report may make for its worker (see `EngineService.report`). */
+/** Runs up to this many events (and bytes of history) go whole with every decision (see claimDecision). */
+const SMALL_RUN_EVENTS = 100n;
+const SMALL_RUN_BYTES = 64 * 1024;
+
 type Policies = Map<string, { retry: RetryPolicy; timeoutMs: number | null }>;
 
 /** A long poll waiting on this instance, which a dispatch here may hand its first decision. */
