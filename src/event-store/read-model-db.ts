@@ -108,3 +108,55 @@ export class RowWriter<Row extends object> {
     statement.run(...changed.map((c) => row[c] as unknown), row[this.key] as unknown);
   }
 }
+
+/** A row as a batch holds it until the batch ends: `row` null when there is none, `before` the row as the table held it when the batch first read it (null: none). */
+export interface PendingRow<Row> {
+  row: Row | null;
+  before: Row | null;
+  dirty: boolean;
+}
+
+/**
+ * The rows a read model's batch touched, folded in memory and written once when the batch ends
+ * (a workflow's dozen events in one batch cost one row write, not one per event).
+ */
+export class RowBatch<Row extends object> {
+  private pending = new Map<string, PendingRow<Row>>();
+
+  constructor(
+    private readonly read: (id: string) => Row | undefined,
+    private readonly writer: RowWriter<Row>,
+    /** Deletes a row the batch set to null (rows are never deleted without it). */
+    private readonly remove?: (id: string) => void,
+  ) {}
+
+  /** The batch's copy of a row, read from the table the first time the batch needs it. */
+  entry(id: string): PendingRow<Row> {
+    let entry = this.pending.get(id);
+    if (!entry) {
+      const before = this.read(id) ?? null;
+      entry = { row: before && { ...before }, before, dirty: false };
+      this.pending.set(id, entry);
+    }
+    return entry;
+  }
+
+  /** Writes the rows the batch changed (inside the batch transaction). */
+  flush(): void {
+    const pending = this.pending;
+    this.pending = new Map();
+    for (const [id, { row, before, dirty }] of pending) {
+      if (!dirty) continue;
+      if (row === null) {
+        if (before && this.remove) this.remove(id);
+      } else if (before) this.writer.update(before, row);
+      else this.writer.insert(row);
+    }
+  }
+
+  /** Forgets the batch (its transaction rolled back). */
+  discard(): void {
+    this.pending = new Map();
+  }
+}
+

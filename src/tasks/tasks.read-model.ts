@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, RowWriter, fromJson, toJson } from '../event-store/read-model-db.js';
+import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { type FailureRow, failureGroupsOf, pageOf } from '../workflows/workflows.read-model.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
@@ -44,13 +44,6 @@ interface Row {
   updated_at: number;
 }
 
-/** A row as a batch holds it until `endBatch`: `before` is the row as read (null: none). */
-interface PendingRow {
-  row: Row | null;
-  before: Row | null;
-  dirty: boolean;
-}
-
 const COLUMNS = [
   'id', 'seq', 'app_id', 'environment', 'name', 'tag', 'status', 'attempts', 'input', 'output', 'error', 'schedule_id', 'parent_id', 'created_at', 'updated_at',
 ] as const satisfies ReadonlyArray<keyof Row>;
@@ -77,7 +70,7 @@ const toView = (r: Row): TaskView => ({
 export class TasksReadModel implements DurableProjection {
   private stmt!: ReturnType<TasksReadModel['prepare']>;
   /** The rows a batch touched, written once in `endBatch` (as in the workflows read model). */
-  private pending = new Map<string, PendingRow>();
+  private batch!: RowBatch<Row>;
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -105,6 +98,7 @@ export class TasksReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_tasks_in_flight ON rm_tasks (status) WHERE status IN ('pending', 'running');
     `);
     this.stmt = this.prepare();
+    this.batch = new RowBatch((id) => this.stmt.get.get(id), this.stmt.rows);
   }
 
   private prepare() {
@@ -222,27 +216,15 @@ export class TasksReadModel implements DurableProjection {
 
   /** Writes the rows the batch changed (inside the batch transaction). */
   endBatch(): void {
-    const pending = this.pending;
-    this.pending = new Map();
-    for (const { row, before, dirty } of pending.values()) {
-      if (!dirty || row === null) continue;
-      if (before) this.stmt.rows.update(before, row);
-      else this.stmt.rows.insert(row);
-    }
+    this.batch.flush();
   }
 
   abortBatch(): void {
-    this.pending = new Map();
+    this.batch.discard();
   }
 
-  private entry(id: string): PendingRow {
-    let entry = this.pending.get(id);
-    if (!entry) {
-      const before = this.stmt.get.get(id) ?? null;
-      entry = { row: before && { ...before }, before, dirty: false };
-      this.pending.set(id, entry);
-    }
-    return entry;
+  private entry(id: string): PendingRow<Row> {
+    return this.batch.entry(id);
   }
 
   /** An UPDATE ... WHERE id = ? that also sets updated_at: a no-op when the row does not exist. */

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, RowWriter, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
+import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -73,12 +73,6 @@ interface Row {
 /** A row as stored (with the base name the selectors match on). */
 type StoredRow = Row & { base_name: string };
 
-/** A row as a batch holds it until `endBatch` (see `WorkflowsReadModel.pending`): `before` is the row as read (null: none). */
-interface PendingRow {
-  row: StoredRow | null;
-  before: StoredRow | null;
-  dirty: boolean;
-}
 
 const COLUMNS = [
   'id', 'seq', 'app_id', 'environment', 'name', 'base_name', 'version', 'tag', 'status', 'input', 'output', 'error',
@@ -122,7 +116,7 @@ export class WorkflowsReadModel implements DurableProjection {
    * workflow does not exist (never dispatched, or forgotten), `before` the row as the table held
    * it when the batch first read it (null: none).
    */
-  private pending = new Map<string, PendingRow>();
+  private batch!: RowBatch<StoredRow>;
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -161,6 +155,7 @@ export class WorkflowsReadModel implements DurableProjection {
     const columns = this.rm.db.prepare<[], { name: string }>('PRAGMA table_info(rm_workflows)').all();
     if (!columns.some((c) => c.name === 'queries')) this.rm.db.exec('ALTER TABLE rm_workflows ADD COLUMN queries TEXT');
     this.stmt = this.prepare();
+    this.batch = new RowBatch((id) => this.stmt.get.get(id), this.stmt.rows, (id) => this.stmt.forget.run(id));
   }
 
   private prepare() {
@@ -264,7 +259,7 @@ export class WorkflowsReadModel implements DurableProjection {
   }
 
   /**
-   * Folds one event into the batch's copy of its row (see `pending`); the SQL each case stands for
+   * Folds one event into the batch's copy of its row (see `batch`); the SQL each case stands for
    * is in the comments, and the rows end as those statements would leave them.
    */
   project(stored: StoredEvent): void {
@@ -354,30 +349,16 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /** Writes the rows the batch changed (inside the batch transaction). */
   endBatch(): void {
-    const pending = this.pending;
-    this.pending = new Map();
-    for (const [id, { row, before, dirty }] of pending) {
-      if (!dirty) continue;
-      if (row === null) {
-        if (before) this.stmt.forget.run(id);
-      } else if (before) this.stmt.rows.update(before, row);
-      else this.stmt.rows.insert(row);
-    }
+    this.batch.flush();
   }
 
   abortBatch(): void {
-    this.pending = new Map();
+    this.batch.discard();
   }
 
   /** The batch's copy of a workflow's row, read from the table the first time the batch needs it. */
-  private entry(id: string): PendingRow {
-    let entry = this.pending.get(id);
-    if (!entry) {
-      const before = this.stmt.get.get(id) ?? null;
-      entry = { row: before && { ...before }, before, dirty: false };
-      this.pending.set(id, entry);
-    }
-    return entry;
+  private entry(id: string): PendingRow<StoredRow> {
+    return this.batch.entry(id);
   }
 
   /** An UPDATE ... WHERE id = ? that also sets updated_at: a no-op when the row does not exist or `change` answers false. */
