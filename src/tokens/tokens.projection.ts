@@ -39,10 +39,15 @@ interface Row {
 /** The outcome of a token check: who it is, or why not (`unknown`: this instance has no such token yet). */
 export type Authentication = { principal: Principal; reason?: undefined } | { principal: null; reason: 'malformed' | 'unknown' | 'revoked' | 'mismatch' };
 
+/** Most verified tokens remembered (`TokensReadModel.check`); past it the memory starts afresh. */
+const MAX_VERIFIED = 10_000;
+
 /** Every token's hash and scope (`rm_tokens`), for authenticating requests on this instance. */
 @ReadModel(TOKEN_EVENT_TYPES)
 export class TokensReadModel implements DurableProjection {
   private stmt!: ReturnType<TokensReadModel['prepare']>;
+  /** Tokens whose secret was checked against their row's hash, with the principal built then. */
+  private readonly verified = new Map<string, { hash: string; apps: string; environments: string | null; role: string | null; principal: Principal }>();
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -75,21 +80,31 @@ export class TokensReadModel implements DurableProjection {
     };
   }
 
+  /**
+   * Every request: the token's row is read each time (a revocation by any instance sharing the
+   * file counts at once); the SHA-256 check and the principal are reused while the row still
+   * holds the same hash and scope (`verified`).
+   */
   check(token: string): Authentication {
     const parsed = parseToken(token);
     if (!parsed) return { principal: null, reason: 'malformed' };
     const row = this.stmt.get.get(parsed.tokenId);
     if (!row) return { principal: null, reason: 'unknown' };
     if (row.revoked_at !== null) return { principal: null, reason: 'revoked' };
+    const known = this.verified.get(token);
+    if (known && known.hash === row.secret_hash && known.apps === row.apps && known.environments === row.environments && known.role === row.role) {
+      return { principal: known.principal };
+    }
     if (!secretMatches(parsed.secret, row.secret_hash)) return { principal: null, reason: 'mismatch' };
-    return {
-      principal: {
-        tokenId: row.token_id,
-        apps: JSON.parse(row.apps) as string[],
-        environments: row.environments === null ? null : (JSON.parse(row.environments) as string[]),
-        role: (row.role as TokenRole | null) ?? DEFAULT_ROLE,
-      },
-    };
+    const principal: Principal = Object.freeze({
+      tokenId: row.token_id,
+      apps: Object.freeze(JSON.parse(row.apps) as string[]) as string[],
+      environments: row.environments === null ? null : (Object.freeze(JSON.parse(row.environments) as string[]) as string[]),
+      role: (row.role as TokenRole | null) ?? DEFAULT_ROLE,
+    });
+    if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
+    this.verified.set(token, { hash: row.secret_hash, apps: row.apps, environments: row.environments, role: row.role, principal });
+    return { principal };
   }
 
   /** The label given to a token when it was created, if any. */
