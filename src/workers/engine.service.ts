@@ -502,7 +502,6 @@ export class EngineService {
   }
 }
 
-/** The claims a report may make for its worker (see `EngineService.report`). */
 /** Runs up to this many events (and bytes of history) go whole with every decision (see claimDecision). */
 const SMALL_RUN_EVENTS = 100n;
 const SMALL_RUN_BYTES = 64 * 1024;
@@ -521,6 +520,7 @@ interface ParkedPoll {
   offered?: Promise<WorkItem | null>;
 }
 
+/** The claims a report may make for its worker (see `EngineService.report`). */
 interface EagerClaims {
   serves(taskName: string): boolean;
   /** Tasks are claimed at once (behind the decision that schedules them); decisions at `flush`. */
