@@ -124,10 +124,13 @@ export class EngineService {
     let polls = this.parked.get(scope);
     if (!polls) this.parked.set(scope, (polls = new Set()));
     polls.add(poll);
+    // The poll's own end (its worker went away) ends the wait too.
+    const forward = () => handoff.abort();
+    signal?.addEventListener('abort', forward, { once: true });
     try {
-      const stop = signal ? AbortSignal.any([signal, handoff.signal]) : handoff.signal;
-      await this.engine.waitForWork(input.appId, input.environment, input.workflows, input.tasks.map((t) => t.name), waitMs, stop);
+      await this.engine.waitForWork(input.appId, input.environment, input.workflows, input.tasks.map((t) => t.name), waitMs, handoff.signal);
     } finally {
+      signal?.removeEventListener('abort', forward);
       polls.delete(poll);
       if (polls.size === 0 && this.parked.get(scope) === polls) this.parked.delete(scope);
     }

@@ -157,8 +157,8 @@ export class SqliteEventStore implements EventStore {
   private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
   private readonly commitListeners: Array<(commit: CommitInfo) => void> = [];
   private readonly recent = new RecentCommits();
-  /** Rows written by the transaction being committed (kept once it has). */
-  private written: Array<{ event: RecordedEvent; size: number }> = [];
+  /** Rows written by the transaction being committed (kept in memory once it has). */
+  private written: EventRow[] = [];
 
   constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
     if (file !== ':memory:') {
@@ -233,16 +233,7 @@ export class SqliteEventStore implements EventStore {
         skippedTypes.add(type);
         continue;
       }
-      events.push({
-        id,
-        type,
-        streamId,
-        revision: BigInt(revision),
-        position: BigInt(position),
-        data: JSON.parse(data),
-        metadata: JSON.parse(metadata),
-        recordedAt: new Date(recordedAt),
-      });
+      events.push(recorded(position, type, streamId, revision, id, data, metadata, recordedAt));
     }
     return {
       events,
@@ -295,7 +286,8 @@ export class SqliteEventStore implements EventStore {
         for (const pending of batch) pending.reject(failure);
         continue;
       }
-      for (const { event, size } of this.written) this.recent.add(event, size);
+      // Decoded after the commit, outside the write lock.
+      for (const row of this.written) this.recent.add(toRecorded(row), row.data.length + row.metadata.length);
       this.written = [];
       batch.forEach((pending, i) => {
         const outcome = outcomes[i];
@@ -330,19 +322,16 @@ export class SqliteEventStore implements EventStore {
     const now = Date.now();
     let revision = head === null ? -1 : head;
     let position = 0n;
-    const written: Array<{ event: RecordedEvent; size: number }> = [];
+    const written: EventRow[] = [];
     for (const event of events) {
       revision += 1;
       const data = JSON.stringify(event.data ?? null);
       const metadata = JSON.stringify(event.metadata ?? {});
       const info = this.stmt.insert.run(streamId, revision, event.id, event.type, data, metadata, now);
       position = BigInt(info.lastInsertRowid);
-      written.push({
-        event: toRecorded({ position: Number(position), stream_id: streamId, revision, event_id: event.id, type: event.type, data, metadata, recorded_at: now }),
-        size: data.length + metadata.length,
-      });
+      written.push({ position: Number(position), stream_id: streamId, revision, event_id: event.id, type: event.type, data, metadata, recorded_at: now });
     }
-    // Only once this caller's savepoint has been released (a throw above undoes its rows).
+    // Kept only now: a throw above undoes this caller's rows, and they must not be kept either.
     this.written.push(...written);
     return { nextExpectedRevision: BigInt(revision), position };
   }
@@ -533,17 +522,21 @@ class SqliteSubscription implements Subscription {
   }
 }
 
-function toRecorded(row: EventRow): RecordedEvent {
+function recorded(...[position, type, streamId, revision, id, data, metadata, recordedAt]: CatchUpRow): RecordedEvent {
   return {
-    id: row.event_id,
-    type: row.type,
-    streamId: row.stream_id,
-    revision: BigInt(row.revision),
-    position: BigInt(row.position),
-    data: JSON.parse(row.data),
-    metadata: JSON.parse(row.metadata),
-    recordedAt: new Date(row.recorded_at),
+    id,
+    type,
+    streamId,
+    revision: BigInt(revision),
+    position: BigInt(position),
+    data: JSON.parse(data),
+    metadata: JSON.parse(metadata),
+    recordedAt: new Date(recordedAt),
   };
+}
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return recorded(row.position, row.type, row.stream_id, row.revision, row.event_id, row.data, row.metadata, row.recorded_at);
 }
 
 /** Tightens a store made by an older version (0644) to owner-only, with its -wal and -shm files. */
