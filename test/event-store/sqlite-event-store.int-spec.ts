@@ -98,6 +98,32 @@ describe('SqliteEventStore, embedded only', () => {
       }
     });
 
+    it('reads a stream whole when another writer appended to it after this process read it from the file', async () => {
+      // A forward read from the file keeps the stream's tail in memory for the next claim; a
+      // revision written elsewhere afterwards leaves a gap there, so the read must go to the file.
+      const stream = `${category('seeded')}-1`;
+      const other = new SqliteEventStore(file);
+      try {
+        await other.append(stream, [newEvent(), newEvent()]);
+        expect((await store.readStream(stream, { fromRevision: 0n, maxCount: 2 })).map((e) => e.revision)).toEqual([0n, 1n]);
+        const theirs = newEvent();
+        await other.append(stream, [theirs], 1n);
+        await store.append(stream, [newEvent()], 2n);
+        // Held here: revisions 0, 1 and 3; three from 0 spans the gap.
+        const three = await store.readStream(stream, { fromRevision: 0n, maxCount: 3 });
+        expect(three.map((e) => e.revision)).toEqual([0n, 1n, 2n]);
+        expect(three[2].id).toBe(theirs.id);
+        const read = await store.readStream(stream, { fromRevision: 0n, maxCount: 4 });
+        expect(read.map((e) => e.revision)).toEqual([0n, 1n, 2n, 3n]);
+        expect(read[2].id).toBe(theirs.id);
+        // Past what this process holds (a later append by the other writer): from the file too.
+        await other.append(stream, [newEvent()], 3n);
+        expect((await store.readStream(stream, { fromRevision: 2n, maxCount: 3 })).map((e) => e.revision)).toEqual([2n, 3n, 4n]);
+      } finally {
+        await other.close();
+      }
+    });
+
     it("delivers events appended here to another process's subscription", async () => {
       const cat = category('fromparent');
       const reader = startChild(file, 'subscribe', `${cat}-`, String((await store.headPosition()) ?? 'start'), '5');

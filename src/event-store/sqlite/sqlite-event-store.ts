@@ -50,6 +50,9 @@ const PAGE = 512;
 /** Events this process committed last, kept for its own subscriptions (at most this many, and bytes). */
 const RECENT_EVENTS = 4096;
 const RECENT_BYTES = 16 * 1024 * 1024;
+/** Per-stream tails kept for bounded forward reads (`StreamTails`): bytes in all, events a stream. */
+const STREAM_TAILS_BYTES = 16 * 1024 * 1024;
+const STREAM_TAIL_EVENTS = 256;
 
 /**
  * What this process committed last, in position order: its subscriptions read a page from here
@@ -64,47 +67,19 @@ class RecentCommits {
   private start = 0;
   private bytes = 0;
 
-  /** Per stream, its events held here, in revision order. */
-  private readonly streams = new Map<string, RecordedEvent[]>();
-
   add(event: RecordedEvent, size: number): void {
     this.events.push(event);
     this.sizes.push(size);
     this.bytes += size;
-    const stream = this.streams.get(event.streamId);
-    if (stream) stream.push(event);
-    else this.streams.set(event.streamId, [event]);
     while (this.events.length - this.start > RECENT_EVENTS || (this.bytes > RECENT_BYTES && this.events.length - this.start > 1)) {
-      const oldest = this.events[this.start];
       this.bytes -= this.sizes[this.start];
       this.start++;
-      // The oldest event held is the first held of its stream (position order is revision order).
-      const list = this.streams.get(oldest.streamId);
-      if (list?.[0] === oldest) list.shift();
-      if (list?.length === 0) this.streams.delete(oldest.streamId);
     }
     if (this.start > RECENT_EVENTS) {
       this.events = this.events.slice(this.start);
       this.sizes = this.sizes.slice(this.start);
       this.start = 0;
     }
-  }
-
-  /** A deleted stream is read from the file from now on. */
-  forget(streamId: string): void {
-    this.streams.delete(streamId);
-  }
-
-  /** Revisions from..from+count-1 of a stream when every one of them is held here, else null. */
-  range(streamId: string, from: bigint, count: number): RecordedEvent[] | null {
-    const list = this.streams.get(streamId);
-    if (!list || count <= 0) return null;
-    const first = list.findIndex((e) => e.revision === from);
-    if (first < 0 || first + count > list.length) return null;
-    const run = list.slice(first, first + count);
-    // Another process's commit to this stream in between leaves a revision gap.
-    for (let i = 1; i < run.length; i++) if (run[i].revision !== run[i - 1].revision + 1n) return null;
-    return run;
   }
 
   /**
@@ -136,6 +111,91 @@ class RecentCommits {
   }
 }
 
+interface StreamTail {
+  events: RecordedEvent[];
+  sizes: number[];
+  bytes: number;
+}
+
+/**
+ * The latest events of the streams this process wrote or read last, per stream, for bounded
+ * forward reads (a decision claim reads the run it hands a worker: a workflow's whole run while
+ * it is small, else the events since the previous decision). Streams are evicted whole, least
+ * recently touched first, past a byte budget; each keeps at most its newest
+ * `STREAM_TAIL_EVENTS`. Revisions are immutable once written, so a run of consecutive revisions
+ * held here is what the file holds; another process's appends to the stream leave a gap (or
+ * revisions past the tail), and such a read goes to the file.
+ */
+class StreamTails {
+  private readonly streams = new Map<string, StreamTail>();
+  private bytes = 0;
+
+  /** Records an event this process committed. */
+  add(event: RecordedEvent, size: number): void {
+    const tail = this.touch(event.streamId);
+    tail.events.push(event);
+    tail.sizes.push(size);
+    tail.bytes += size;
+    this.bytes += size;
+    this.trim(tail);
+  }
+
+  /** Seeds a stream not held from a forward read of the file (`events` in revision order). */
+  seed(streamId: string, events: RecordedEvent[], sizes: number[]): void {
+    if (events.length === 0 || this.streams.has(streamId)) return;
+    const tail: StreamTail = { events, sizes, bytes: sizes.reduce((n, s) => n + s, 0) };
+    this.streams.set(streamId, tail);
+    this.bytes += tail.bytes;
+    this.trim(tail);
+  }
+
+  /** A deleted stream is read from the file from now on. */
+  forget(streamId: string): void {
+    const tail = this.streams.get(streamId);
+    if (!tail) return;
+    this.bytes -= tail.bytes;
+    this.streams.delete(streamId);
+  }
+
+  /** Revisions from..from+count-1 of a stream when every one of them is held here, else null. */
+  range(streamId: string, from: bigint, count: number): RecordedEvent[] | null {
+    const list = this.streams.get(streamId)?.events;
+    if (!list || count <= 0 || list.length === 0) return null;
+    // Most often the list is contiguous: index straight in, and check the run below.
+    let first = Number(from - list[0].revision);
+    if (first < 0) return null;
+    if (first >= list.length || list[first].revision !== from) first = list.findIndex((e) => e.revision === from);
+    if (first < 0 || first + count > list.length) return null;
+    const run = list.slice(first, first + count);
+    for (let i = 1; i < run.length; i++) if (run[i].revision !== run[i - 1].revision + 1n) return null;
+    this.touch(streamId);
+    return run;
+  }
+
+  private touch(streamId: string): StreamTail {
+    let tail = this.streams.get(streamId);
+    if (tail) this.streams.delete(streamId);
+    else tail = { events: [], sizes: [], bytes: 0 };
+    this.streams.set(streamId, tail);
+    return tail;
+  }
+
+  private trim(tail: StreamTail): void {
+    const excess = tail.events.length - STREAM_TAIL_EVENTS;
+    if (excess > 0) {
+      const dropped = tail.sizes.splice(0, excess).reduce((n, s) => n + s, 0);
+      tail.events.splice(0, excess);
+      tail.bytes -= dropped;
+      this.bytes -= dropped;
+    }
+    for (const [streamId, oldest] of this.streams) {
+      if (this.bytes <= STREAM_TAILS_BYTES || oldest === tail) break;
+      this.bytes -= oldest.bytes;
+      this.streams.delete(streamId);
+    }
+  }
+}
+
 /**
  * The embedded event store: one SQLite file in WAL mode with `synchronous=FULL`, so an
  * acknowledged append survives a power cut. Appends that arrive while a commit is being
@@ -157,6 +217,7 @@ export class SqliteEventStore implements EventStore {
   private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
   private readonly commitListeners: Array<(commit: CommitInfo) => void> = [];
   private readonly recent = new RecentCommits();
+  private readonly tails = new StreamTails();
   /** Rows written by the transaction being committed (kept in memory once it has). */
   private written: EventRow[] = [];
 
@@ -287,7 +348,12 @@ export class SqliteEventStore implements EventStore {
         continue;
       }
       // Decoded after the commit, outside the write lock.
-      for (const row of this.written) this.recent.add(toRecorded(row), row.data.length + row.metadata.length);
+      for (const row of this.written) {
+        const event = toRecorded(row);
+        const size = row.data.length + row.metadata.length;
+        this.recent.add(event, size);
+        this.tails.add(event, size);
+      }
       this.written = [];
       batch.forEach((pending, i) => {
         const outcome = outcomes[i];
@@ -358,15 +424,19 @@ export class SqliteEventStore implements EventStore {
     this.assertOpen();
     const limit = options.maxCount ?? Number.MAX_SAFE_INTEGER;
     // A bounded forward read of what this process just committed (a decision's new events).
-    if (options.direction !== 'backwards' && options.maxCount !== undefined && options.maxCount <= RECENT_EVENTS) {
-      const held = this.recent.range(streamId, options.fromRevision ?? 0n, options.maxCount);
+    const bounded = options.direction !== 'backwards' && options.maxCount !== undefined && options.maxCount <= STREAM_TAIL_EVENTS;
+    if (bounded) {
+      const held = this.tails.range(streamId, options.fromRevision ?? 0n, options.maxCount!);
       if (held) return held;
     }
     const rows =
       options.direction === 'backwards'
         ? this.stmt.backwards.all(streamId, options.fromRevision === undefined ? Number.MAX_SAFE_INTEGER : Number(options.fromRevision), limit)
         : this.stmt.forwards.all(streamId, options.fromRevision === undefined ? 0 : Number(options.fromRevision), limit);
-    return rows.map(toRecorded);
+    const events = rows.map(toRecorded);
+    // The next claim of this run reads it again, with what this process appends meanwhile.
+    if (bounded) this.tails.seed(streamId, events, rows.map((r) => r.data.length + r.metadata.length));
+    return events;
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
@@ -415,7 +485,7 @@ export class SqliteEventStore implements EventStore {
   /** Deletes the stream's rows (retention). AUTOINCREMENT never reuses their positions. */
   async deleteStream(streamId: string): Promise<number> {
     this.assertOpen();
-    this.recent.forget(streamId);
+    this.tails.forget(streamId);
     return this.stmt.deleteStream.run(streamId).changes;
   }
 
