@@ -30,6 +30,36 @@ export function responseBudgetPlugin(maxBytes: number): ApolloServerPlugin<BaseC
 
 /** Whether `value` serialised as JSON would take more than `budget` bytes; stops as soon as it would. */
 export function exceeds(value: unknown, budget: number): boolean {
+  // Most answers are far below the budget: a cheap upper bound settles those without measuring
+  // any string's UTF-8 length; only an answer the bound cannot clear is measured exactly.
+  return upperBound(value, budget) > budget && exactlyExceeds(value, budget);
+}
+
+/** At least the JSON size of `value` (stops counting once past `limit`). */
+function upperBound(value: unknown, limit: number): number {
+  let total = 0;
+  const walk = (v: unknown): boolean => {
+    if (typeof v === 'string') total += 3 * v.length + 2; // at most 3 UTF-8 bytes a UTF-16 unit
+    else if (typeof v === 'number') total += 24; // the longest a double prints
+    else if (v === null || v === undefined || typeof v !== 'object') total += String(v).length;
+    else if (v instanceof Date) total += 26;
+    else if (Array.isArray(v)) {
+      total += 2 + v.length;
+      for (const item of v) if (walk(item)) return true;
+    } else {
+      total += 2;
+      for (const key in v) {
+        total += 3 * key.length + 4;
+        if (walk((v as Record<string, unknown>)[key])) return true;
+      }
+    }
+    return total > limit;
+  };
+  walk(value);
+  return total;
+}
+
+function exactlyExceeds(value: unknown, budget: number): boolean {
   let remaining = budget;
   const walk = (v: unknown): boolean => {
     if (typeof v === 'string') remaining -= Buffer.byteLength(v, 'utf8') + 2;
