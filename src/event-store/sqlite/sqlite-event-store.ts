@@ -6,6 +6,7 @@ import {
   CatchUpPage,
   CommitInfo,
   EventHandler,
+  type EventMetadata,
   type EventStore,
   ExpectedRevision,
   NewEvent,
@@ -294,7 +295,7 @@ export class SqliteEventStore implements EventStore {
         skippedTypes.add(type);
         continue;
       }
-      events.push(recorded(position, type, streamId, revision, id, data, metadata, recordedAt));
+      events.push(new CatchUpEvent(position, type, streamId, revision, id, data, metadata, recordedAt));
     }
     return {
       events,
@@ -603,6 +604,31 @@ function recorded(...[position, type, streamId, revision, id, data, metadata, re
     metadata: JSON.parse(metadata),
     recordedAt: new Date(recordedAt),
   };
+}
+
+/**
+ * An event of a bulk catch-up page: its metadata is parsed when first read. Of the read models only
+ * the audit log reads it, for a few types, and it is the larger half of most events' JSON.
+ */
+class CatchUpEvent implements RecordedEvent {
+  readonly revision: bigint;
+  readonly position: bigint;
+  readonly data: unknown;
+  readonly recordedAt: Date;
+  #metadataText: string;
+  #metadata: EventMetadata | undefined;
+
+  constructor(position: number, readonly type: string, readonly streamId: string, revision: number, readonly id: string, data: string, metadata: string, recordedAt: number) {
+    this.revision = BigInt(revision);
+    this.position = BigInt(position);
+    this.data = JSON.parse(data);
+    this.recordedAt = new Date(recordedAt);
+    this.#metadataText = metadata;
+  }
+
+  get metadata(): EventMetadata {
+    return (this.#metadata ??= JSON.parse(this.#metadataText) as EventMetadata);
+  }
 }
 
 function toRecorded(row: EventRow): RecordedEvent {
