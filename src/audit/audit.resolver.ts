@@ -1,5 +1,6 @@
+import { Type } from 'class-transformer';
 import { Args, ArgsType, Field, InputType, ObjectType, Query, Resolver } from '@nestjs/graphql';
-import { IsDate, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsDate, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { AppScopedInput, PageArgs, Paginated } from '../graphql/common.types.js';
 import { BadUserInputError } from '../shared/errors.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
@@ -64,6 +65,8 @@ export class AuditConnection extends Paginated(AuditEntryType) {}
 
 @ArgsType()
 class AuditArgs extends PageArgs {
+  @ValidateNested()
+  @Type(() => AuditFilterInput)
   @Field(() => AuditFilterInput, { description: 'App, environment and optional actor, action, text and time range.' })
   filter: AuditFilterInput;
 }

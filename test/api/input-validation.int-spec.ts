@@ -108,6 +108,19 @@ describe('input validation', () => {
       }
     });
 
+    it.each(BAD_NAMES)('list queries with a filter appId %s → BAD_USER_INPUT on "filter.appId"', async (_label, appId) => {
+      const filter = { appId, environment: 'dev' };
+      for (const query of [
+        'query($f: WorkflowFilterInput!) { workflows(filter: $f) { totalCount } }',
+        'query($f: WorkflowFilterInput!) { workflowCounts(filter: $f) { state count } }',
+        'query($f: TaskFilterInput!) { tasks(filter: $f) { totalCount } }',
+        'query($f: ScheduleFilterInput!) { schedules(filter: $f) { totalCount } }',
+        'query($f: AuditFilterInput!) { auditLog(filter: $f) { totalCount } }',
+      ]) {
+        expectError(await api.gql(query, { f: filter }), 'BAD_USER_INPUT', 'filter.appId');
+      }
+    });
+
     it.each(BAD_NAMES)('sendEventToWorkflows with event name %s → BAD_USER_INPUT on "name"', async (_label, name) => {
       expectError(await api.actRaw('send', { name: 'Existing' }, { name, data: '[]' }), 'BAD_USER_INPUT', 'name');
     });

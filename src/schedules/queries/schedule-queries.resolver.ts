@@ -1,6 +1,7 @@
+import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
-import { IsEnum, IsOptional, IsString } from 'class-validator';
+import { IsEnum, IsOptional, IsString, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
@@ -29,6 +30,8 @@ export class ScheduleFilterInput extends AppScopedInput {
 
 @ArgsType()
 class SchedulesArgs extends PageArgs {
+  @ValidateNested()
+  @Type(() => ScheduleFilterInput)
   @Field(() => ScheduleFilterInput, { description: 'App, environment and optional name and state.' })
   filter: ScheduleFilterInput;
 }

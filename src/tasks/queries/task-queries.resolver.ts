@@ -1,5 +1,6 @@
+import { Type } from 'class-transformer';
 import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
-import { IsOptional, IsString } from 'class-validator';
+import { IsOptional, IsString, ValidateNested } from 'class-validator';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, PageArgs } from '../../graphql/common.types.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
@@ -27,6 +28,8 @@ export class TaskFilterInput extends AppScopedInput {
 
 @ArgsType()
 class TasksArgs extends PageArgs {
+  @ValidateNested()
+  @Type(() => TaskFilterInput)
   @Field(() => TaskFilterInput, { description: 'App, environment and optional name, tag and state.' })
   filter: TaskFilterInput;
 }

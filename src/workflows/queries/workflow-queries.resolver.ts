@@ -1,6 +1,7 @@
+import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
-import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, Min, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { ProjectionRunner } from '../../event-store/projection-runner.js';
 import { ReadFence } from '../../event-store/read-fence.js';
@@ -53,6 +54,8 @@ export class WorkflowFilterInput extends AppScopedInput {
 
 @ArgsType()
 class WorkflowsArgs extends PageArgs {
+  @ValidateNested()
+  @Type(() => WorkflowFilterInput)
   @Field(() => WorkflowFilterInput, { description: 'App, environment and optional name, tag, state, parent, schedule and time range.' })
   filter: WorkflowFilterInput;
 
@@ -64,6 +67,8 @@ class WorkflowsArgs extends PageArgs {
 
 @ArgsType()
 class WorkflowCountsArgs {
+  @ValidateNested()
+  @Type(() => WorkflowFilterInput)
   @Field(() => WorkflowFilterInput, { description: 'The workflows to count (their `state` filter is ignored: every state is counted).' })
   filter: WorkflowFilterInput;
 }
