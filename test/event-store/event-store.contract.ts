@@ -190,6 +190,19 @@ export function eventStoreContract(
 
         expect(ids(await store.readStream(streamId))).toEqual([...ids(batch), next.id]);
       });
+
+      it("answers a retried 'any' append as the first one did, and refuses an append reusing another append's event id", async () => {
+        const streamId = streamIn(category('idemany'));
+        const batch = [newEvent(), newEvent()];
+        const first = await store.append(streamId, batch, 'any');
+        expect(await store.append(streamId, batch, 'any')).toEqual(first);
+        expect(await store.append(streamId, batch, 'stream_exists')).toEqual(first);
+        // A new first event, then one already stored: not a retry, and nothing of it is written.
+        // (The adapter's own error, which need not be an Error of this realm: only the refusal is checked.)
+        const outcome = await store.append(streamId, [newEvent(), batch[1]], 'any').then(() => 'written', () => 'refused');
+        expect(outcome).toBe('refused');
+        expect(ids(await store.readStream(streamId))).toEqual(ids(batch));
+      });
     });
 
     describe('readStream', () => {

@@ -335,7 +335,16 @@ export class SqliteEventStore implements EventStore {
           try {
             outcomes.push({ ok: true, value: appendOne(pending) });
           } catch (error) {
-            outcomes.push({ ok: false, error });
+            if (!(error instanceof Recheck)) {
+              outcomes.push({ ok: false, error });
+              continue;
+            }
+            // This caller's rows are undone (its savepoint): a retry, or a conflict, read as such.
+            try {
+              outcomes.push({ ok: true, value: this.recheck(pending, error.cause) });
+            } catch (failure) {
+              outcomes.push({ ok: false, error: failure });
+            }
           }
         }
       });
@@ -374,18 +383,19 @@ export class SqliteEventStore implements EventStore {
     this.wake();
   }
 
-  /** Runs inside a savepoint: a throw undoes only this caller's append. */
+  /**
+   * Runs inside a savepoint: a throw undoes only this caller's append. The common case costs one
+   * index read (the stream's head; none for `no_stream`, which inserts revision 0 and lets the
+   * stream's unique key say whether the stream exists) and the inserts: an append whose events were
+   * stored before (a retry) or whose expected revision does not hold is told apart afterwards, by
+   * `recheck`, outside the savepoint.
+   */
   private write({ streamId, events, expected }: PendingAppend): AppendResult {
-    const existing = this.stmt.byEventId.get(events[0].id);
-    if (existing) return this.replayedAppend(streamId, events, existing);
-    const head = this.stmt.head.get(streamId)?.revision ?? null;
-    const actual = head === null ? ('no_stream' as const) : BigInt(head);
-    const ok =
-      expected === 'any' ||
-      (expected === 'no_stream' && head === null) ||
-      (expected === 'stream_exists' && head !== null) ||
-      (typeof expected === 'bigint' && head !== null && expected === BigInt(head));
-    if (!ok) throw new WrongExpectedRevisionError(streamId, expected, actual);
+    let head: number | null = null;
+    if (expected !== 'no_stream') {
+      head = this.stmt.head.get(streamId)?.revision ?? null;
+      if (!satisfies(expected, head)) throw new Recheck(null);
+    }
     const now = Date.now();
     let revision = head === null ? -1 : head;
     let position = 0n;
@@ -394,13 +404,32 @@ export class SqliteEventStore implements EventStore {
       revision += 1;
       const data = JSON.stringify(event.data ?? null);
       const metadata = JSON.stringify(event.metadata ?? {});
-      const info = this.stmt.insert.run(streamId, revision, event.id, event.type, data, metadata, now);
+      let info;
+      try {
+        info = this.stmt.insert.run(streamId, revision, event.id, event.type, data, metadata, now);
+      } catch (error) {
+        if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new Recheck(error);
+        throw error;
+      }
       position = BigInt(info.lastInsertRowid);
       written.push({ position: Number(position), stream_id: streamId, revision, event_id: event.id, type: event.type, data, metadata, recorded_at: now });
     }
     // Kept only now: a throw above undoes this caller's rows, and they must not be kept either.
     this.written.push(...written);
     return { nextExpectedRevision: BigInt(revision), position };
+  }
+
+  /**
+   * An append that hit a unique key or whose expected revision did not hold, its own rows undone:
+   * the same events stored before answer as their first append did; else a wrong expected revision
+   * is a conflict, and any other clash (an event id stored before, not first) is this caller's error.
+   */
+  private recheck({ streamId, events, expected }: PendingAppend, cause: unknown): AppendResult {
+    const existing = this.stmt.byEventId.get(events[0].id);
+    if (existing) return this.replayedAppend(streamId, events, existing);
+    const head = this.stmt.head.get(streamId)?.revision ?? null;
+    if (cause === null || !satisfies(expected, head)) throw new WrongExpectedRevisionError(streamId, expected, head === null ? 'no_stream' : BigInt(head));
+    throw cause;
   }
 
   /** The same events appended again (a retry after a timeout): answer as the first append did. */
@@ -633,6 +662,23 @@ class CatchUpEvent implements RecordedEvent {
 
 function toRecorded(row: EventRow): RecordedEvent {
   return recorded(row.position, row.type, row.stream_id, row.revision, row.event_id, row.data, row.metadata, row.recorded_at);
+}
+
+/** Whether a stream whose last revision is `head` (null: no stream) may be appended to as `expected` says. */
+function satisfies(expected: ExpectedRevision, head: number | null): boolean {
+  return (
+    expected === 'any' ||
+    (expected === 'no_stream' && head === null) ||
+    (expected === 'stream_exists' && head !== null) ||
+    (typeof expected === 'bigint' && head !== null && expected === BigInt(head))
+  );
+}
+
+/** Thrown out of an append's savepoint (undoing its rows) for `SqliteEventStore.recheck`. */
+class Recheck extends Error {
+  constructor(readonly cause: unknown) {
+    super('recheck the append');
+  }
 }
 
 /** Tightens a store made by an older version (0644) to owner-only, with its -wal and -shm files. */
