@@ -54,7 +54,11 @@ export class EventRegistry {
 
   upcast(event: RecordedEvent): RecordedEvent {
     const chain = this.upcasters.get(event.type);
-    return chain ? chain.reduce((e, up) => up(e), event) : event;
+    if (!chain) return event;
+    // A plain copy first: a store may hand over metadata as an accessor (parsed when read), which
+    // an upcaster's `{ ...event }` would not carry over.
+    const { id, type, streamId, revision, position, data, metadata, recordedAt } = event;
+    return chain.reduce((e, up) => up(e), { id, type, streamId, revision, position, data, metadata, recordedAt } as RecordedEvent);
   }
 
   /** The event upcast to its current shape, or null when its type is unknown (a newer Baton wrote it). */

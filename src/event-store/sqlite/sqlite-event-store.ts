@@ -465,7 +465,7 @@ export class SqliteEventStore implements EventStore {
         : this.stmt.forwards.all(streamId, options.fromRevision === undefined ? 0 : Number(options.fromRevision), limit);
     const events = rows.map(toRecorded);
     // The next claim of this run reads it again, with what this process appends meanwhile.
-    if (bounded) this.tails.seed(streamId, events, rows.map((r) => r.data.length + r.metadata.length));
+    if (bounded) this.tails.seed(streamId, events.slice(), rows.map((r) => r.data.length + r.metadata.length));
     return events;
   }
 
