@@ -160,3 +160,14 @@ export class RowBatch<Row extends object> {
   }
 }
 
+/**
+ * An UPDATE ... WHERE id = ? that also sets `updated_at`, in a batch: a no-op when the row does not
+ * exist or `change` answers false.
+ */
+export function updateRow<Row extends { updated_at: number }>(batch: RowBatch<Row>, id: string, at: number, change: (row: Row) => boolean | void): void {
+  const entry = batch.entry(id);
+  if (!entry.row || change(entry.row) === false) return;
+  entry.row.updated_at = at;
+  entry.dirty = true;
+}
+

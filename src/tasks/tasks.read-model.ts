@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, toJson } from '../event-store/read-model-db.js';
+import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, updateRow, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { type FailureRow, failureGroupsOf, pageOf } from '../workflows/workflows.read-model.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
@@ -227,12 +227,7 @@ export class TasksReadModel implements DurableProjection {
     return this.batch.entry(id);
   }
 
-  /** An UPDATE ... WHERE id = ? that also sets updated_at: a no-op when the row does not exist. */
   private update(id: string, at: number, change: (row: Row) => void): void {
-    const entry = this.entry(id);
-    if (!entry.row) return;
-    change(entry.row);
-    entry.row.updated_at = at;
-    entry.dirty = true;
+    updateRow(this.batch, id, at, change);
   }
 }

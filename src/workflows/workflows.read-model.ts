@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, scopedFilter, toJson } from '../event-store/read-model-db.js';
+import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, updateRow, scopedFilter, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -361,12 +361,8 @@ export class WorkflowsReadModel implements DurableProjection {
     return this.batch.entry(id);
   }
 
-  /** An UPDATE ... WHERE id = ? that also sets updated_at: a no-op when the row does not exist or `change` answers false. */
   private update(id: string, at: number, change: (row: StoredRow) => boolean | void): void {
-    const entry = this.entry(id);
-    if (!entry.row || change(entry.row) === false) return;
-    entry.row.updated_at = at;
-    entry.dirty = true;
+    updateRow(this.batch, id, at, change);
   }
 
   /** status = ?, output = coalesce(?, output), error = coalesce(?, error) WHERE status NOT IN final. */

@@ -189,6 +189,7 @@ class StreamTails {
       tail.bytes -= dropped;
       this.bytes -= dropped;
     }
+    if (this.bytes <= STREAM_TAILS_BYTES) return;
     for (const [streamId, oldest] of this.streams) {
       if (this.bytes <= STREAM_TAILS_BYTES || oldest === tail) break;
       this.bytes -= oldest.bytes;
