@@ -42,6 +42,12 @@ export type DecisionCommand =
       timezone: string | null;
       tag: string | null;
     }
+  /**
+   * A step the worker ran inline during this decision (`ctx.step`), with its outcome: `result`
+   * when it returned, `error` when it threw. With neither, the step's outcome is already in the
+   * history (a decision replayed after a retry) and nothing new is recorded.
+   */
+  | { type: 'RecordStep'; seq: number; name: string; result?: Json; error?: TaskErrorShape }
   | { type: 'CompleteWorkflow'; result: Json }
   | { type: 'FailWorkflow'; error: TaskErrorShape }
   /** Ends this run and starts a fresh one under the same id with `args` (`at` is the decision's time). */
@@ -55,6 +61,7 @@ export const DECISION_COMMAND_TYPES = [
   'DispatchTask',
   'ControlWorkflows',
   'CreateSchedule',
+  'RecordStep',
   'CompleteWorkflow',
   'FailWorkflow',
   'ContinueAsNew',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type DecisionCommand, type HistoryEvent, type Json, type Selector, callId } from '../protocol/decision-commands.js';
+import { type DecisionCommand, type HistoryEvent, type Json, type Selector, type TaskErrorShape, callId } from '../protocol/decision-commands.js';
 import type { TaskDefinition, WorkflowDefinition } from './definitions.js';
 import { type Moment, isMoment, resolveMoment } from './moments.js';
 import { Duration, toMs } from './duration.js';
@@ -40,6 +40,20 @@ export interface WorkflowContext {
   readonly isReplaying: boolean;
   /** Runs a task and resolves with its result; rejects with {@link TaskFailedError} once its retries are exhausted. */
   run<Args extends unknown[], Result>(task: TaskDefinition<Args, Result> | string, ...args: Args): Promise<Result>;
+  /**
+   * Runs `fn` here, in this decision, and records its result (or error) with the decision, as
+   * Restate's `ctx.run` or Temporal's local activities: no round trip to the service and no
+   * claim, so a workflow of steps completes in one decision. On replay the recorded outcome is
+   * returned and `fn` does not run again; if the decision's report is never recorded (the worker
+   * died, its lease lapsed), `fn` runs again in the decision that replaces it, so it runs at least
+   * once. A step that throws rejects with {@link TaskFailedError} (no retries: catch and loop, or
+   * use `run` for a task with a retry policy). Keep steps short, well inside the decision lease
+   * (`LEASE_MS`); the result must be JSON (`undefined` becomes `null`). Steps that run at once
+   * (`Promise.all`) run in parallel, and each is handed back in the order it was called.
+   * @example
+   * const rate = await ctx.step('fetch rate', () => fetchRate('EUR'));
+   */
+  step<Result>(name: string, fn: () => Result | Promise<Result>): Promise<Awaited<Result>>;
   /**
    * Starts a task or a child workflow without waiting for it, and returns its id (the task's or
    * the child workflow's, as `workflow`/`task` queries know it).
@@ -114,6 +128,19 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
+type StepOutcome = { result: Json; error?: undefined } | { error: TaskErrorShape; result?: undefined };
+type RecordStep = Extract<Command, { type: 'RecordStep' }>;
+
+/** A `ctx.step` call not yet handed back to the code. */
+interface StepCall extends Pending {
+  seq: number;
+  fn: () => unknown;
+  /** The command this call put in the decision; its outcome is added once the step ran here. */
+  command: RecordStep;
+  /** Its outcome: recorded in the history, or being produced by running `fn` (live decisions only). */
+  outcome?: Promise<StepOutcome>;
+}
+
 /**
  * Runs workflow code over its history, Temporal-style: each `ctx` call takes the next sequence
  * number; a call whose outcome is in the history gets it, and the first new calls become the
@@ -132,6 +159,10 @@ export class WorkflowReplay {
   private readonly handling = new Set<Promise<unknown>>();
   private readonly queries = new Map<string, () => unknown>();
   private unclaimed: Array<{ name: string; data: unknown[] }> = [];
+  /** Step outcomes in the history that the code has not asked for yet, by seq. */
+  private readonly recordedSteps = new Map<number, StepOutcome>();
+  /** Step calls in call (seq) order, handed back one at a time (see `settleSteps`). */
+  private steps: StepCall[] = [];
   /** Outcomes recorded since the last decision, seen by the code at the next one. */
   private unseen: HistoryEvent[] = [];
   private time = 0;
@@ -188,6 +219,13 @@ export class WorkflowReplay {
    * recorded ones.
    */
   async feed(events: HistoryEvent[]): Promise<Command[]> {
+    // A step's outcome is recorded after the decision that ran it, and the code asks for it while
+    // that decision replays: collect them first. Steps this replay already ran (lower seqs) are skipped.
+    for (const event of events) {
+      if (event.revision < this.next || event.data?.seq < this.seq) continue;
+      if (event.type === 'StepCompleted') this.recordedSteps.set(event.data.seq, { result: event.data.result ?? null });
+      else if (event.type === 'StepFailed') this.recordedSteps.set(event.data.seq, { error: event.data.error });
+    }
     for (let i = 0; i < events.length; i++) {
       const event = events[i];
       if (event.revision < this.next) continue;
@@ -210,9 +248,11 @@ export class WorkflowReplay {
             this.start();
           }
           await drain();
+          await this.settleSteps();
           for (const outcome of this.unseen) {
             this.apply(outcome);
             await drain();
+            await this.settleSteps();
           }
           this.unseen = [];
           continue;
@@ -221,6 +261,42 @@ export class WorkflowReplay {
       }
     }
     return [...this.buffer];
+  }
+
+  /**
+   * Hands step outcomes back to the code, one at a time in call order, letting the code run on
+   * (and call more steps) after each. Replay and the live decision go through this same sequence,
+   * whenever steps finish, so the code makes the same calls in the same order on both. A replayed
+   * decision waits at a step with no recorded outcome (its decision was never recorded): the live
+   * decision runs it.
+   */
+  private async settleSteps(): Promise<void> {
+    while (this.steps.length > 0) {
+      if (!this.replaying) for (const call of this.steps) call.outcome ??= this.runStep(call);
+      const call = this.steps[0];
+      if (!call.outcome) return;
+      const outcome = await call.outcome;
+      this.steps.shift();
+      if (outcome.error) call.reject(new TaskFailedError(outcome.error.message, outcome.error.name));
+      else call.resolve(outcome.result);
+      await drain();
+    }
+  }
+
+  /** Runs a step's function in this decision; its outcome goes in the step's command. */
+  private async runStep(call: StepCall): Promise<StepOutcome> {
+    try {
+      const value = await call.fn();
+      // What replay will hand back is the JSON the service records: the live code gets the same.
+      const result = (value === undefined ? null : JSON.parse(JSON.stringify(value))) as Json;
+      call.command.result = result;
+      return { result };
+    } catch (thrown) {
+      const e = thrown instanceof Error ? thrown : new Error(String(thrown));
+      const error: TaskErrorShape = { message: e.message, ...(e.name && e.name !== 'Error' ? { name: e.name } : {}) };
+      call.command.error = error;
+      return { error };
+    }
   }
 
   private apply(event: HistoryEvent): void {
@@ -363,6 +439,22 @@ export class WorkflowReplay {
         const seq = self.seq++;
         self.command({ type: 'ScheduleTask', seq, name: nameOf(task), args: args as Json[] });
         return self.await(seq);
+      },
+      step(name, fn) {
+        if (self.finished) return new Promise(() => {});
+        const seq = self.seq++;
+        const command: RecordStep = { type: 'RecordStep', seq, name };
+        self.command(command);
+        return new Promise((resolve, reject) => {
+          const call: StepCall = { seq, fn, command, resolve, reject };
+          const recorded = self.recordedSteps.get(seq);
+          if (recorded) {
+            // Recorded already (this decision replays, or follows a retry): nothing new to record.
+            self.recordedSteps.delete(seq);
+            call.outcome = Promise.resolve(recorded);
+          }
+          self.steps.push(call);
+        });
       },
       dispatch(target, ...args) {
         const seq = self.seq++;

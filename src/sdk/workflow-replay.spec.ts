@@ -501,3 +501,142 @@ describe('sticky execution', () => {
     await expect(new WorkflowReplay(changed, WF, ['ada'], sim.history()).execute()).rejects.toBeInstanceOf(NonDeterminismError);
   });
 });
+
+describe('ctx.step (inline steps recorded with the decision)', () => {
+  /** A step body that returns how often it ran: a second run would show in the result. */
+  const counter = () => {
+    let runs = 0;
+    return jest.fn(async () => ++runs);
+  };
+
+  it('runs a workflow of steps in one decision and records each outcome once, in its own event', async () => {
+    const a = counter();
+    const b = counter();
+    const twoSteps = defineWorkflow('TwoSteps', async (ctx) => [await ctx.step('a', a), await ctx.step('b', b)]);
+    const sim = new Simulation(twoSteps);
+    expect(await sim.decide()).toEqual([
+      { type: 'RecordStep', seq: 0, name: 'a', result: 1 },
+      { type: 'RecordStep', seq: 1, name: 'b', result: 1 },
+      { type: 'CompleteWorkflow', result: [1, 1] },
+    ]);
+    expect(sim.events.slice(2)).toEqual([
+      // The decision keeps what replay checks; the outcome is in the step's event only.
+      { type: 'DecisionCompleted', data: { decisionId: 'd1', commands: [{ type: 'RecordStep', seq: 0, name: 'a' }, { type: 'RecordStep', seq: 1, name: 'b' }, { type: 'CompleteWorkflow', result: [1, 1] }] } },
+      { type: 'StepCompleted', data: { seq: 0, name: 'a', result: 1 } },
+      { type: 'StepCompleted', data: { seq: 1, name: 'b', result: 1 } },
+      { type: 'WorkflowCompleted', data: { result: [1, 1] } },
+    ]);
+    expect(a).toHaveBeenCalledTimes(1);
+    expect(b).toHaveBeenCalledTimes(1);
+  });
+
+  it('hands back the recorded outcome on replay without running the step again, full or sticky', async () => {
+    const a = counter();
+    const waits = defineWorkflow('Waits', async (ctx) => {
+      const first = await ctx.step('a', a);
+      const event = await ctx.waitForEvent('go');
+      return [first, event, await ctx.step('a', a)];
+    });
+    for (const sim of [new Simulation(waits), new StickySimulation(waits)]) {
+      a.mockClear();
+      await sim.decide();
+      sim.send('go', 7);
+      const last = await sim.decide(5);
+      expect(last.at(-1)).toMatchObject({ type: 'CompleteWorkflow' });
+      expect(sim.events.filter((e) => e.type === 'StepCompleted').map((e) => e.data)).toEqual([
+        { seq: 0, name: 'a', result: expect.any(Number) },
+        { seq: 2, name: 'a', result: expect.any(Number) },
+      ]);
+      // Two steps, two runs: the first one was not run again by the second decision's replay.
+      expect(a).toHaveBeenCalledTimes(2);
+      const [first, , second] = (last.at(-1) as { result: number[] }).result;
+      expect(second).toBe(first + 1);
+      await expect(new WorkflowReplay(waits, WF, [], sim.history()).execute()).resolves.toEqual([]);
+      expect(a).toHaveBeenCalledTimes(2);
+    }
+  });
+
+  it('rejects a step that throws with a TaskFailedError, recorded and replayed as such', async () => {
+    const body = jest.fn(() => {
+      throw new RangeError('no rate for XYZ');
+    });
+    const caught = defineWorkflow('Caught', async (ctx) => {
+      try {
+        return await ctx.step('rate', body);
+      } catch (error) {
+        return { failed: (error as Error).message, isTaskFailed: error instanceof TaskFailedError, name: (error as TaskFailedError).errorName ?? null };
+      }
+    });
+    const sim = new Simulation(caught);
+    const commands = await sim.decide();
+    expect(commands[0]).toEqual({ type: 'RecordStep', seq: 0, name: 'rate', error: { message: 'no rate for XYZ', name: 'RangeError' } });
+    expect(sim.events).toContainEqual({ type: 'StepFailed', data: { seq: 0, name: 'rate', error: { message: 'no rate for XYZ', name: 'RangeError' } } });
+    expect(commands.at(-1)).toEqual({ type: 'CompleteWorkflow', result: { failed: 'no rate for XYZ', isTaskFailed: true, name: 'RangeError' } });
+    await expect(new WorkflowReplay(caught, WF, [], sim.history()).execute()).resolves.toEqual([]);
+    expect(body).toHaveBeenCalledTimes(1);
+  });
+
+  it('runs a step again in the decision that replaces one never recorded (at least once)', async () => {
+    const a = counter();
+    const once = defineWorkflow('Once', async (ctx) => ctx.step('a', a));
+    const sim = new Simulation(once);
+    sim.apply({ type: 'StartDecision', decisionId: 'lost', workerId: 'w', workflows: ['Once'], now: T0, leaseMs: 1000 });
+    await sim.replay(); // the worker ran the step, then died before reporting
+    expect(sim.tick(5000).map((e) => e.type)).toEqual(['DecisionTimedOut']);
+    // The next decision replays the lost one (no outcome recorded for its step) and runs it live.
+    expect(await sim.decide()).toEqual([
+      { type: 'RecordStep', seq: 0, name: 'a', result: 2 },
+      { type: 'CompleteWorkflow', result: 2 },
+    ]);
+    expect(a).toHaveBeenCalledTimes(2);
+  });
+
+  it('runs parallel steps at once and hands them back in call order, so replay makes the same calls', async () => {
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const order: string[] = [];
+    const step = (name: string, wait?: Promise<void>) => async () => {
+      order.push(`start ${name}`);
+      await wait;
+      order.push(`end ${name}`);
+      return name;
+    };
+    const parallel = defineWorkflow('Parallel', async (ctx) =>
+      Promise.all([
+        (async () => [await ctx.step('a', step('a', slow)), await ctx.step('c', step('c'))])(),
+        (async () => [await ctx.step('b', step('b')), await ctx.step('d', step('d'))])(),
+      ]),
+    );
+    const sim = new Simulation(parallel);
+    const deciding = sim.decide();
+    // b finishes first, but a is handed back first: the seqs of c and d do not depend on timing.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(order).toEqual(['start a', 'start b', 'end b']);
+    release();
+    const commands = await deciding;
+    expect(commands.map((c) => `${c.type} ${c.seq ?? ''} ${c.name ?? ''}`.trim())).toEqual([
+      'RecordStep 0 a',
+      'RecordStep 1 b',
+      'RecordStep 2 c',
+      'RecordStep 3 d',
+      'CompleteWorkflow',
+    ]);
+    expect(commands.at(-1)).toEqual({ type: 'CompleteWorkflow', result: [['a', 'c'], ['b', 'd']] });
+    await expect(new WorkflowReplay(parallel, WF, [], sim.history()).execute()).resolves.toEqual([]);
+  });
+
+  it('catches code that no longer makes the step its history recorded', async () => {
+    const sim = new Simulation(defineWorkflow('Changes', async (ctx) => {
+      await ctx.step('a', () => 1);
+      return ctx.waitForEvent('go');
+    }));
+    await sim.decide();
+    sim.send('go');
+    sim.apply({ type: 'StartDecision', decisionId: 'dx', workerId: 'w', workflows: ['Changes'], now: T0 + 5, leaseMs: 1000 });
+    const renamed = defineWorkflow('Changes', async (ctx) => {
+      await ctx.step('b', () => 1);
+      return ctx.waitForEvent('go');
+    });
+    await expect(new WorkflowReplay(renamed, WF, [], sim.history()).execute()).rejects.toBeInstanceOf(NonDeterminismError);
+  });
+});

@@ -103,6 +103,15 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits): void {
         }
         break;
       }
+      case 'RecordStep': {
+        name('name', c.name);
+        if (c.result !== undefined && c.error !== undefined) throw new BadUserInputError(field, `command ${i} (RecordStep): a result or an error, not both`);
+        const error = c.error as Record<string, unknown> | null | undefined;
+        if (error !== undefined && (typeof error !== 'object' || error === null || typeof error.message !== 'string')) {
+          throw new BadUserInputError(field, `command ${i} (RecordStep): error must be an object with a message`);
+        }
+        break;
+      }
       case 'FailWorkflow': {
         const error = c.error as Record<string, unknown> | null | undefined;
         if (typeof error !== 'object' || error === null || typeof error.message !== 'string') {

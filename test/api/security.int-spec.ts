@@ -225,7 +225,7 @@ describe('one set of input limits for public and worker inputs', () => {
     expect((await api.task(deep.taskId!))?.state).toBe('RUNNING');
   });
 
-  it('decision commands are bounded: event data that is not an array is rejected and records nothing', async () => {
+  it('decision commands are bounded: event data that is not an array, or a malformed step record, is rejected and records nothing', async () => {
     const name = unique('Decider');
     const id = await api.dispatchWorkflow(name);
     let decision: Awaited<ReturnType<typeof poll>>[number] | undefined;
@@ -242,9 +242,20 @@ describe('one set of input limits for public and worker inputs', () => {
     expect(poisoned).toMatchObject({ accepted: 0, rejected: [{ ref: decision!.ref, code: 'BAD_USER_INPUT' }] });
     const longName = expectData(await report([{ type: 'ScheduleTask', seq: 0, name: 'n'.repeat(10_000), args: [] }])).reportWork;
     expect(longName.rejected[0]?.code).toBe('BAD_USER_INPUT');
+    // An inline step's record: a name, and a result or an error with a message, never both.
+    for (const step of [
+      { type: 'RecordStep', seq: 0, result: 1 },
+      { type: 'RecordStep', seq: 0, name: 's', result: 1, error: { message: 'both' } },
+      { type: 'RecordStep', seq: 0, name: 's', error: 'not an object' },
+    ]) {
+      const refused = expectData(await report([step])).reportWork;
+      expect(refused.rejected).toEqual([expect.objectContaining({ ref: decision!.ref, code: 'BAD_USER_INPUT', message: expect.stringContaining('RecordStep') })]);
+    }
     const types = (await api.history(id)).map((e) => e.type);
     expect(types).not.toContain('ControlRequested');
     expect(types).not.toContain('TaskScheduled');
+    expect(types).not.toContain('StepCompleted');
+    expect(types).not.toContain('StepFailed');
     expect(await api.state(id)).toBe('RUNNING');
   });
 

@@ -49,6 +49,10 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   ChildWorkflowCompleted: { seq: number; childId: string; result: Json };
   ChildWorkflowFailed: { seq: number; childId: string; error: TaskError };
   TaskDispatchRequested: { seq: number; taskId: string; name: string; args: Json[] };
+  /** A step the worker ran inline during the decision before (`ctx.step`) returned `result`. */
+  StepCompleted: { seq: number; name: string; result: Json };
+  /** A step the worker ran inline during the decision before threw. */
+  StepFailed: { seq: number; name: string; error: TaskError };
   ControlRequested: { seq: number; selector: Selector; action: string; event: { name: string; data: Json[] } | null };
   /** The workflow asked for a cron schedule (`ctx.schedule`); the effects reactor creates it under `scheduleId`. */
   ScheduleRequested: { seq: number; scheduleId: string; kind: 'workflow' | 'task'; name: string; args: Json[]; cron: string; timezone: string | null; tag: string | null };
@@ -87,6 +91,8 @@ export const WORKFLOW_EVENT_TYPES = [
   'ChildWorkflowCompleted',
   'ChildWorkflowFailed',
   'TaskDispatchRequested',
+  'StepCompleted',
+  'StepFailed',
   'ControlRequested',
   'ControlApplied',
   'WorkflowEventReceived',
@@ -286,7 +292,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         }
         const completed: WorkflowEvent = {
           type: 'DecisionCompleted',
-          data: { decisionId: command.decisionId, commands: command.commands, ...(command.queries ? { queries: command.queries } : {}) },
+          data: { decisionId: command.decisionId, commands: withoutStepOutcomes(command.commands), ...(command.queries ? { queries: command.queries } : {}) },
         };
         if (final) return [completed];
         // Each command sees the effect of the ones before it (a timer started and cancelled in one decision).
@@ -532,6 +538,13 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
           data: { seq: command.seq, selector: command.selector, action: command.action, event: command.event ?? null },
         },
       ];
+    case 'RecordStep':
+      if (command.error !== undefined) {
+        const error = { message: command.error.message, ...(command.error.name ? { name: command.error.name } : {}) };
+        return [{ type: 'StepFailed', data: { seq: command.seq, name: command.name, error } }];
+      }
+      if (command.result !== undefined) return [{ type: 'StepCompleted', data: { seq: command.seq, name: command.name, result: command.result } }];
+      return [];
     case 'CompleteWorkflow':
       return [{ type: 'WorkflowCompleted', data: { result: command.result } }];
     case 'FailWorkflow':
@@ -575,6 +588,15 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
       ];
     }
   }
+}
+
+/**
+ * The commands as `DecisionCompleted` keeps them: a step's outcome is recorded once, in its own
+ * `StepCompleted`/`StepFailed` event, so the decision keeps only what replay checks (type, seq, name).
+ */
+function withoutStepOutcomes(commands: DecisionCommand[]): DecisionCommand[] {
+  if (!commands.some((c) => c.type === 'RecordStep')) return commands;
+  return commands.map((c) => (c.type === 'RecordStep' ? { type: c.type, seq: c.seq, name: c.name } : c));
 }
 
 function idFor(ids: Record<number, string>, seq: number): string {
