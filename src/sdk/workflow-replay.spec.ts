@@ -2,6 +2,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { fold } from '../shared/decider.js';
 import { RetryPolicy, TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowCommand, WorkflowEvent, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { WorkflowDefinition, defineTask, defineWorkflow } from './definitions.js';
 import { NonDeterminismError, TaskFailedError } from './errors.js';
 import { HistoryEvent, WorkflowReplay, tagged } from './workflow-context.js';
@@ -623,6 +624,35 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
     ]);
     expect(commands.at(-1)).toEqual({ type: 'CompleteWorkflow', result: [['a', 'c'], ['b', 'd']] });
     await expect(new WorkflowReplay(parallel, WF, [], sim.history()).execute()).resolves.toEqual([]);
+  });
+
+  it('after retryWorkflows, runs again the step whose failure failed the workflow, not the ones that completed', async () => {
+    const a = counter();
+    let flaky = 0;
+    const b = jest.fn(async () => {
+      if (++flaky === 1) throw new Error('gateway timeout');
+      return 'paid';
+    });
+    const pay = defineWorkflow('Pay', async (ctx) => [await ctx.step('a', a), await ctx.step('b', b)]);
+    const sim = new Simulation(pay);
+    expect((await sim.decide()).at(-1)).toEqual({ type: 'FailWorkflow', error: { message: 'gateway timeout', name: 'TaskFailedError' } });
+    sim.apply({ type: 'RetryWorkflow', resetTasks: [], now: T0 + 10 });
+    sim.apply({ type: 'StartDecision', decisionId: 'd2', workerId: 'w', workflows: ['Pay'], now: T0 + 10, leaseMs: 10_000 });
+    // What the service hands the worker after a retry (replayableHistory): step a's result, not b's failure.
+    const commands = await new WorkflowReplay(pay, WF, [], replayableHistory(sim.history())).execute();
+    expect(commands).toEqual([
+      { type: 'RecordStep', seq: 0, name: 'a' },
+      { type: 'RecordStep', seq: 1, name: 'b', result: 'paid' },
+      { type: 'CompleteWorkflow', result: [1, 'paid'] },
+    ]);
+    expect(a).toHaveBeenCalledTimes(1);
+    expect(b).toHaveBeenCalledTimes(2);
+    sim.apply({ type: 'CompleteDecision', decisionId: 'd2', commands: JSON.parse(JSON.stringify(commands)), ids: {} });
+    // The repeated step a records nothing new: one StepCompleted for it in the whole history.
+    expect(sim.events.filter((e) => e.type === 'StepCompleted').map((e) => e.data)).toEqual([
+      { seq: 0, name: 'a', result: 1 },
+      { seq: 1, name: 'b', result: 'paid' },
+    ]);
   });
 
   it('catches code that no longer makes the step its history recorded', async () => {

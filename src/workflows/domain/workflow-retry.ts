@@ -6,8 +6,9 @@
  *   recorded after the decision before it started). Those run again; tasks that failed earlier
  *   and that the code handled stay failed.
  * - `replayableHistory`: the history as workflow code must see it after a retry: for every
- *   `WorkflowRetried`, the failing decision (`DecisionStarted`, `DecisionCompleted`), the
- *   `WorkflowFailed`, and the `TaskFailed` of the reset tasks are left out, so the code replays
+ *   `WorkflowRetried`, the failing decision (`DecisionStarted`, `DecisionCompleted`, the
+ *   `StepFailed` of the inline steps it ran), the `WorkflowFailed`, and the `TaskFailed` of the
+ *   reset tasks are left out, so the code replays
  *   up to its last successful decision and then waits on the reset tasks as if they were still
  *   running. Everything else (results of other tasks, timers, events) stays and is seen at the
  *   next decision. The stored history is never changed; this is a view of it.
@@ -70,6 +71,8 @@ export function replayableHistory<E extends RetryHistoryEvent>(history: E[]): E[
     kept = kept.filter((e, i) => {
       if (i >= cause.decisionIndex && REWOUND.has(e.type)) return false;
       if (i > cause.previousIndex && e.type === 'TaskFailed' && reset.has(e.data.seq)) return false;
+      // A step that failed in the failing decision runs again; the steps it completed stay done.
+      if (i >= cause.decisionIndex && e.type === 'StepFailed') return false;
       return true;
     });
   }
