@@ -48,7 +48,8 @@ export async function replayOne(store: EventStore, workflows: WorkflowDefinition
   if (!definition) return { status: 'missing', message: `${modulePath} exports no workflow ${version}` };
   const decisions = history.filter((e) => e.type === 'DecisionCompleted').length;
   try {
-    await new WorkflowReplay(definition, workflowId, dispatched.input, history).execute();
+    // A check runs no step: a decision in flight, or one lost, must not cause its side effects here.
+    await new WorkflowReplay(definition, workflowId, dispatched.input, history, { verifyOnly: true }).execute();
   } catch (error) {
     if (error instanceof NonDeterminismError) {
       return { status: 'non_deterministic', message: `NON_DETERMINISTIC at revision ${error.historyPosition}: ${error.message}` };

@@ -178,6 +178,11 @@ export class WorkflowReplay {
     private readonly workflowId: string,
     private readonly input: unknown[],
     private readonly history: HistoryEvent[] = [],
+    /**
+     * Only check the code against the history (`baton replay`): every decision is a replay, so no
+     * step runs (one with no recorded outcome stays pending) and nothing is logged.
+     */
+    private readonly options: { verifyOnly?: boolean } = {},
   ) {
     this.rng = xoshiro128(createHash('sha256').update(`random:${workflowId}`).digest());
   }
@@ -242,7 +247,7 @@ export class WorkflowReplay {
           continue;
         case 'DecisionStarted':
           this.time = Date.parse(event.data.startedAt);
-          this.replaying = i < events.length - 1;
+          this.replaying = this.options.verifyOnly === true || i < events.length - 1;
           if (!this.started) {
             this.started = true;
             this.start();

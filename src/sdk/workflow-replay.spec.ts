@@ -655,6 +655,14 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
     ]);
   });
 
+  it('runs no step when it only checks code against a history (baton replay), even a decision in flight', async () => {
+    const a = counter();
+    const inFlight = new Simulation(defineWorkflow('InFlight', async (ctx) => ctx.step('a', a)));
+    inFlight.apply({ type: 'StartDecision', decisionId: 'd1', workerId: 'w', workflows: ['InFlight'], now: T0, leaseMs: 10_000 });
+    await expect(new WorkflowReplay(inFlight.workflow, WF, [], inFlight.history(), { verifyOnly: true }).execute()).resolves.toEqual([{ type: 'RecordStep', seq: 0, name: 'a' }]);
+    expect(a).not.toHaveBeenCalled();
+  });
+
   it('catches code that no longer makes the step its history recorded', async () => {
     const sim = new Simulation(defineWorkflow('Changes', async (ctx) => {
       await ctx.step('a', () => 1);
