@@ -159,8 +159,10 @@ export class WorkflowReplay {
   private readonly handling = new Set<Promise<unknown>>();
   private readonly queries = new Map<string, () => unknown>();
   private unclaimed: Array<{ name: string; data: unknown[] }> = [];
-  /** Step outcomes in the history that the code has not asked for yet, by seq. */
-  private readonly recordedSteps = new Map<number, StepOutcome>();
+  /** Step outcomes in the history not handed back yet, by seq, with the decision that ran each. */
+  private readonly recordedSteps = new Map<number, { outcome: StepOutcome; decision: number }>();
+  /** The revision of the `DecisionStarted` being replayed (or run live). */
+  private decision = -1;
   /** Step calls in call (seq) order, handed back one at a time (see `settleSteps`). */
   private steps: StepCall[] = [];
   /** Outcomes recorded since the last decision, seen by the code at the next one. */
@@ -225,11 +227,14 @@ export class WorkflowReplay {
    */
   async feed(events: HistoryEvent[]): Promise<Command[]> {
     // A step's outcome is recorded after the decision that ran it, and the code asks for it while
-    // that decision replays: collect them first. Steps this replay already ran (lower seqs) are skipped.
+    // that decision replays: collect them first, each with that decision. Steps this replay
+    // already ran (lower seqs) are skipped.
+    let decision = -1;
     for (const event of events) {
-      if (event.revision < this.next || event.data?.seq < this.seq) continue;
-      if (event.type === 'StepCompleted') this.recordedSteps.set(event.data.seq, { result: event.data.result ?? null });
-      else if (event.type === 'StepFailed') this.recordedSteps.set(event.data.seq, { error: event.data.error });
+      if (event.type === 'DecisionStarted') decision = event.revision;
+      if (event.revision < this.next || !(event.data?.seq >= this.seq)) continue;
+      if (event.type === 'StepCompleted') this.recordedSteps.set(event.data.seq, { outcome: { result: event.data.result ?? null }, decision });
+      else if (event.type === 'StepFailed') this.recordedSteps.set(event.data.seq, { outcome: { error: event.data.error }, decision });
     }
     for (let i = 0; i < events.length; i++) {
       const event = events[i];
@@ -246,6 +251,7 @@ export class WorkflowReplay {
           this.buffer = [];
           continue;
         case 'DecisionStarted':
+          this.decision = event.revision;
           this.time = Date.parse(event.data.startedAt);
           this.replaying = this.options.verifyOnly === true || i < events.length - 1;
           if (!this.started) {
@@ -271,13 +277,14 @@ export class WorkflowReplay {
   /**
    * Hands step outcomes back to the code, one at a time in call order, letting the code run on
    * (and call more steps) after each. Replay and the live decision go through this same sequence,
-   * whenever steps finish, so the code makes the same calls in the same order on both. A replayed
-   * decision waits at a step with no recorded outcome (its decision was never recorded): the live
-   * decision runs it.
+   * whenever steps finish, so the code makes the same calls in the same order on both. A recorded
+   * outcome is handed back at the decision that ran the step, not before (the code after it sees
+   * that decision's clock, as it did live). A replayed decision waits at a step with no recorded
+   * outcome (its decision was never recorded): the live decision runs it.
    */
   private async settleSteps(): Promise<void> {
     while (this.steps.length > 0) {
-      if (!this.replaying) for (const call of this.steps) call.outcome ??= this.runStep(call);
+      for (const call of this.steps) call.outcome ??= this.outcomeOf(call);
       const call = this.steps[0];
       if (!call.outcome) return;
       const outcome = await call.outcome;
@@ -286,6 +293,16 @@ export class WorkflowReplay {
       else call.resolve(outcome.result);
       await drain();
     }
+  }
+
+  private outcomeOf(call: StepCall): Promise<StepOutcome> | undefined {
+    const recorded = this.recordedSteps.get(call.seq);
+    if (recorded && recorded.decision <= this.decision) {
+      // Recorded already (this decision replays, or follows a retry): nothing new to record.
+      this.recordedSteps.delete(call.seq);
+      return Promise.resolve(recorded.outcome);
+    }
+    return this.replaying ? undefined : this.runStep(call);
   }
 
   /** Runs a step's function in this decision; its outcome goes in the step's command. */
@@ -450,16 +467,7 @@ export class WorkflowReplay {
         const seq = self.seq++;
         const command: RecordStep = { type: 'RecordStep', seq, name };
         self.command(command);
-        return new Promise((resolve, reject) => {
-          const call: StepCall = { seq, fn, command, resolve, reject };
-          const recorded = self.recordedSteps.get(seq);
-          if (recorded) {
-            // Recorded already (this decision replays, or follows a retry): nothing new to record.
-            self.recordedSteps.delete(seq);
-            call.outcome = Promise.resolve(recorded);
-          }
-          self.steps.push(call);
-        });
+        return new Promise((resolve, reject) => self.steps.push({ seq, fn, command, resolve, reject }));
       },
       dispatch(target, ...args) {
         const seq = self.seq++;

@@ -592,6 +592,25 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
     expect(a).toHaveBeenCalledTimes(2);
   });
 
+  it('hands a step back at the decision that recorded it, with that decision\'s clock, when an earlier one was lost', async () => {
+    const a = counter();
+    const timed = defineWorkflow('Timed', async (ctx) => {
+      const value = await ctx.step('a', a);
+      const at = ctx.now().toISOString();
+      await ctx.waitForEvent('go');
+      return [value, at];
+    });
+    const sim = new Simulation(timed);
+    sim.apply({ type: 'StartDecision', decisionId: 'lost', workerId: 'w', workflows: ['Timed'], now: T0, leaseMs: 1000 });
+    await sim.replay();
+    sim.tick(5000);
+    await sim.decide(); // at T0 + 5000: runs the step again and records it
+    sim.send('go');
+    // A fresh replay of the whole run: the step's outcome is not handed back during the lost decision.
+    expect(await sim.decide(10)).toEqual([{ type: 'CompleteWorkflow', result: [2, at(5000)] }]);
+    expect(a).toHaveBeenCalledTimes(2);
+  });
+
   it('runs parallel steps at once and hands them back in call order, so replay makes the same calls', async () => {
     let release!: () => void;
     const slow = new Promise<void>((resolve) => (release = resolve));
