@@ -1,6 +1,7 @@
 // The bench worker's tasks and workflows (loaded by `baton worker bench/workloads.mjs`).
-// BENCH_OBS_FILE, when set, receives "<workflowId>\t<epoch ms>" when a workflow's first task starts,
-// so the runner can measure dispatch → first-task-start from the client's point of view.
+// BENCH_OBS_FILE, when set, receives "<workflowId>\t<epoch ms>" when a workflow's first step starts
+// (a task or an inline step), so the runner can measure dispatch → first-step-start from the client's
+// point of view.
 import { appendFileSync } from 'node:fs';
 import { defineTask, defineWorkflow } from '../dist/src/sdk/index.js';
 
@@ -33,6 +34,21 @@ export const benchStep2 = defineTask('benchStep2', () => null);
 export const benchTwoStep = defineWorkflow('BenchTwoStep', async (ctx) => {
   await ctx.run(benchStep1);
   await ctx.run(benchStep2);
+  return null;
+});
+
+/**
+ * Scenario 2, like for like with Restate's `ctx.run` and DBOS's steps: the same two no-op steps run
+ * inline in the decision (`ctx.step`) instead of as tasks. The first records when it starts, as
+ * benchStep1 does: a step's function runs live, not on replay (should a lost decision run it again,
+ * the runner keeps the first record).
+ */
+export const benchTwoStepInline = defineWorkflow('BenchTwoStepInline', async (ctx) => {
+  await ctx.step('step1', () => {
+    observe(ctx.workflowId);
+    return null;
+  });
+  await ctx.step('step2', () => null);
   return null;
 });
 

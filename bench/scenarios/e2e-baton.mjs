@@ -1,14 +1,32 @@
-// Scenario 2 on Baton: workflows of two sequential no-op tasks, one worker process.
-// Completion comes from the store (WorkflowCompleted.recorded_at); dispatch → first-task-start is
-// measured from the client's send time to the moment the worker starts the first task.
+// Scenario 2 on Baton: workflows of two sequential no-op steps, one worker process, in two variants
+// (VARIANTS). Completion comes from the store (WorkflowCompleted.recorded_at); dispatch →
+// first-step-start is measured from the client's send time to the moment the worker starts the
+// first step.
 import { APP, DISPATCH, ENV, StoreReader, readObservations, startBaton, startWorker } from '../lib/baton.mjs';
 import { atRate, httpJson, now, percentile, pool, summary, waitUntil } from '../lib/util.mjs';
 
+/**
+ * The same two steps, as tasks and inline. `startEvent` is the store's event that the server-side
+ * latency (WorkflowDispatched → it) runs to, if any.
+ */
+const VARIANTS = {
+  // Each step a task, dispatched through the service (claimed, leased, reported). Its results keep
+  // the keys they always had, so older results stay comparable.
+  tasks: { workflow: 'BenchTwoStep', startEvent: 'TaskStarted' },
+  // Each step inline (ctx.step), run in the decision and recorded with its report, as Restate's
+  // ctx.run and DBOS's steps are. No event marks a step's start, and the server-side figure is left
+  // out: the nearest event, the first DecisionStarted, is written in the dispatch's own append
+  // whenever a worker's poll is waiting (the engine's eager start), so it would read as zero and say
+  // nothing about when the step ran.
+  inline: { workflow: 'BenchTwoStepInline', startEvent: null },
+};
+
 async function runBatch(ctx, { count, rate, concurrency, label }) {
-  const { svc, reader, obsFile, log } = ctx;
+  const { svc, reader, obsFile, log, variant } = ctx;
+  const { workflow, startEvent } = variant;
   const startPos = reader.head();
   const sent = new Map();
-  const body = JSON.stringify({ query: DISPATCH, variables: { input: { appId: APP, environment: ENV, name: 'BenchTwoStep', input: '[]' } } });
+  const body = JSON.stringify({ query: DISPATCH, variables: { input: { appId: APP, environment: ENV, name: workflow, input: '[]' } } });
   const headers = { authorization: `Bearer ${svc.token}` };
   let firstSend = Infinity;
   let bad = 0;
@@ -29,11 +47,11 @@ async function runBatch(ctx, { count, rate, concurrency, label }) {
   const timeoutMs = Math.max(60_000, count * 20);
   await waitUntil(
     () => {
-      const failed = reader.countTypes(['WorkflowFailed', 'DecisionFailed', 'TaskAttemptFailed'], startPos);
+      const failed = reader.countTypes(['WorkflowFailed', 'DecisionFailed', 'TaskAttemptFailed', 'StepFailed'], startPos);
       if (Object.keys(failed).length) throw new Error(`workflows failed during the run: ${JSON.stringify(failed)}`);
       return reader.count('WorkflowCompleted', startPos).n >= expected;
     },
-    { timeoutMs, intervalMs: 100, what: `${expected} BenchTwoStep workflows to complete (${label})` },
+    { timeoutMs, intervalMs: 100, what: `${expected} ${workflow} workflows to complete (${label})` },
   );
   const { last } = reader.count('WorkflowCompleted', startPos);
   const events = reader.head() - startPos;
@@ -41,11 +59,15 @@ async function runBatch(ctx, { count, rate, concurrency, label }) {
   const observed = readObservations(obsFile);
   const latencies = [];
   for (const [id, t] of sent) if (observed.has(id)) latencies.push(observed.get(id) - t);
-  // The same latency as the server sees it: WorkflowDispatched → first TaskStarted, from the store.
-  const dispatched = reader.firstTimes('WorkflowDispatched', startPos);
-  const started = reader.firstTimes('TaskStarted', startPos);
-  const serverLatencies = [];
-  for (const [id, t] of dispatched) if (started.has(id)) serverLatencies.push(started.get(id) - t);
+  // The same latency as the server sees it, from the store: WorkflowDispatched → the variant's start event.
+  let serverLatency = null;
+  if (startEvent) {
+    const dispatched = reader.firstTimes('WorkflowDispatched', startPos);
+    const started = reader.firstTimes(startEvent, startPos);
+    const serverLatencies = [];
+    for (const [id, t] of dispatched) if (started.has(id)) serverLatencies.push(started.get(id) - t);
+    serverLatency = { p50: percentile(serverLatencies, 50), p99: percentile(serverLatencies, 99), n: serverLatencies.length };
+  }
   const seconds = (last - firstSend) / 1000;
   const result = {
     label,
@@ -57,27 +79,33 @@ async function runBatch(ctx, { count, rate, concurrency, label }) {
     eventsPerWorkflow: events / expected,
     eventsPerSec: events / seconds,
     latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), n: latencies.length },
-    serverLatency: { p50: percentile(serverLatencies, 50), p99: percentile(serverLatencies, 99), n: serverLatencies.length },
+    serverLatency,
   };
   log(
-    `  ${label}: ${expected} workflows, ${result.completedPerSec.toFixed(0)} completed/s, ` +
-      `first task p50 ${result.latency.p50.toFixed(1)} ms p99 ${result.latency.p99.toFixed(1)} ms, ${result.eventsPerWorkflow.toFixed(1)} events/workflow`,
+    `  ${workflow} ${label}: ${expected} workflows, ${result.completedPerSec.toFixed(0)} completed/s, ` +
+      `first step p50 ${result.latency.p50.toFixed(1)} ms p99 ${result.latency.p99.toFixed(1)} ms, ${result.eventsPerWorkflow.toFixed(1)} events/workflow`,
   );
   return result;
 }
 
-export async function e2eBaton({ fixedRate, fixedSeconds, fullCount, fullRuns, concurrency = 50, workerConcurrency = 100, log }) {
+/**
+ * One variant on a service and worker of its own, so each starts from the same state (a fresh
+ * process, an empty store) and gets its own warm-up.
+ */
+async function runVariant(variant, { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency, log }) {
   const svc = await startBaton();
   const obsFile = `${svc.storeFile}.obs`;
   const worker = await startWorker(svc, { concurrency: workerConcurrency, obsFile });
   const reader = new StoreReader(svc.storeFile);
-  const ctx = { svc, reader, obsFile, log };
+  const ctx = { svc, reader, obsFile, log, variant };
   try {
     await runBatch(ctx, { count: Math.min(200, fullCount), concurrency, label: 'warm-up' });
     const fixed = await runBatch(ctx, { count: fixedRate * fixedSeconds, rate: fixedRate, label: `fixed ${fixedRate}/s` });
     const full = [];
     for (let r = 0; r < fullRuns; r++) full.push(await runBatch(ctx, { count: fullCount, concurrency, label: `full load ${r + 1}/${fullRuns}` }));
     return {
+      workflow: variant.workflow,
+      serverLatencyTo: variant.startEvent,
       fixed,
       full,
       fullSummary: {
@@ -86,11 +114,18 @@ export async function e2eBaton({ fixedRate, fixedSeconds, fullCount, fullRuns, c
         latencyP50: summary(full.map((x) => x.latency.p50)),
         latencyP99: summary(full.map((x) => x.latency.p99)),
       },
-      settings: { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency },
     };
   } finally {
     reader.close();
     await worker.stop();
     await svc.stop();
   }
+}
+
+/** The task variant's figures at the top level (as before), the inline variant's under `inline`. */
+export async function e2eBaton({ fixedRate, fixedSeconds, fullCount, fullRuns, concurrency = 50, workerConcurrency = 100, log }) {
+  const settings = { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency };
+  const tasks = await runVariant(VARIANTS.tasks, { ...settings, log });
+  const inline = await runVariant(VARIANTS.inline, { ...settings, log });
+  return { ...tasks, inline, settings };
 }
