@@ -34,7 +34,8 @@ export interface WorkerOptions {
    */
   pollWaitMs?: number;
   /**
-   * How often running task attempts report they are alive (keep it well under the server's `LEASE_MS`).
+   * How often running task attempts, and decisions still running inline steps, report they are
+   * alive (keep it well under the server's `LEASE_MS`).
    * @default 5000
    */
   heartbeatIntervalMs?: number;
@@ -97,6 +98,8 @@ export class Worker {
   /** Workflow runs held between decisions, least recently used first. */
   private readonly runs = new Map<string, { replay: WorkflowReplay; runFrom: number }>();
   private flushing: Promise<void> | undefined;
+  /** Decisions being made now, by ref, with their decision ids (heartbeated like task attempts). */
+  private readonly deciding = new Map<string, string>();
   private runPromise: Promise<void> | undefined;
   private registered: { workflows: string[]; tasks: Array<{ name: string; retry: ReturnType<typeof retryInput> | null; timeoutMs: number | null }> } | undefined;
 
@@ -212,7 +215,8 @@ export class Worker {
         if ((item.historyFrom ?? 0) !== runFrom) history = await this.wholeRun(item);
         run = { replay: new WorkflowReplay(definition, workflowId, JSON.parse(item.input)), runFrom };
       }
-      const commands = await run!.replay.feed(history);
+      this.deciding.set(item.ref, item.decisionId!);
+      const commands = await run!.replay.feed(history).finally(() => this.deciding.delete(item.ref));
       report.commands = JSON.stringify(commands);
       const queries = run!.replay.answerQueries();
       if (queries !== null) report.queries = queries;
@@ -343,13 +347,15 @@ export class Worker {
   }
 
   private async heartbeat(): Promise<void> {
-    if (this.running.size === 0) return;
-    const attempts = [...this.running].map(([ref, r]) => ({ ref, attemptId: r.attemptId }));
+    if (this.running.size === 0 && this.deciding.size === 0) return;
+    // Decisions in progress too (inline steps can take a while): their id stands for the attempt.
+    const attempts = [...[...this.running].map(([ref, r]) => ({ ref, attemptId: r.attemptId })), ...[...this.deciding].map(([ref, decisionId]) => ({ ref, attemptId: decisionId }))];
     try {
       const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
         input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts },
       });
       for (const h of heartbeat) {
+        // A decision the server gave up on is left to finish: its report will be refused.
         if (h.cancel) this.running.get(h.ref)?.abort.abort(new Error(`cancelled by the server: ${h.reason ?? 'no reason given'}`));
       }
     } catch (error) {

@@ -491,6 +491,16 @@ export class EngineService {
         const task = state.tasks.get(parsed.seq);
         return task && holdsAttempt(task.attempt, attemptId) ? { ref, cancel: false, reason: null } : { ref, cancel: true, reason: 'attempt no longer current (lease lapsed)' };
       }
+      if (parsed?.kind === 'decision') {
+        // A decision whose inline steps run long: `attemptId` is the decision's id.
+        const { state } = await this.write(
+          `workflow-${parsed.workflowId}`,
+          workflowDecider,
+          scoped(context, parsed.workflowId, { type: 'HeartbeatDecision', decisionId: attemptId, now, leaseMs }),
+          context,
+        );
+        return state.status !== 'none' && state.decision?.id === attemptId ? { ref, cancel: false, reason: null } : { ref, cancel: true, reason: 'decision no longer current (its lease lapsed or the workflow ended)' };
+      }
       if (parsed?.kind === 'task') {
         const { state } = await this.write(`task-${parsed.taskId}`, taskDecider, scoped(context, parsed.taskId, { type: 'HeartbeatTask', attemptId, now, leaseMs }), context);
         return state.status !== 'none' && holdsAttempt(state.attempt, attemptId)

@@ -1,8 +1,8 @@
 /**
  * Inline steps (`ctx.step`) with real worker processes: a workflow of steps completes in one
  * decision with no task; a recorded step is not run again when another worker replays the run;
- * a failing step is recorded and reaches the code as a catchable error; a worker's malformed step
- * record is refused on its own.
+ * a failing step is recorded and reaches the code as a catchable error; a decision whose step
+ * outlasts the lease keeps it with heartbeats.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { killAllWorkers, startWorker } from '../support/worker.js';
@@ -51,5 +51,23 @@ describe('ctx.step', () => {
     expect(ofType(history, 'StepFailed').map((e) => e.data)).toEqual([{ seq: 2, name: 'refuses', error: { message: 'card declined' } }]);
     expect(ofType(history, 'StepCompleted').map((e) => e.data.seq)).toEqual([0, 3]);
     expect(new Set(ofType(history, 'DecisionStarted').map((e) => e.data.workerId))).toEqual(new Set([first.workerId, second.workerId]));
+  });
+
+  it('keeps the lease of a decision whose step outlasts it (heartbeats): the step runs once', async () => {
+    const short = await startService({ env: { LEASE_MS: '1000' } });
+    try {
+      const env = unique('steps-lease');
+      const engine = new Engine(short, env);
+      await startWorker({ url: short.url, token: short.token, environment: env, heartbeatMs: 150 });
+      const id = await engine.dispatch('SlowStep', [2500]);
+      expect((await engine.waitForState(id)).result).toBe(2500);
+      const types = (await engine.history(id)).map((e) => e.type);
+      expect(types.filter((t) => t === 'DecisionLeaseExtended').length).toBeGreaterThanOrEqual(2);
+      expect(types).not.toContain('DecisionTimedOut');
+      expect(types.filter((t) => t === 'DecisionStarted')).toHaveLength(1);
+      expect(types.filter((t) => t === 'StepCompleted')).toHaveLength(1);
+    } finally {
+      await short.stop();
+    }
   });
 });

@@ -372,6 +372,28 @@ describe('workflow decider', () => {
     });
   });
 
+  describe('a decision running long inline steps', () => {
+    const history = [dispatched, decisionStarted('d1', 0)];
+    it('keeps its lease with heartbeats (recorded once less than half of it is left), so it does not time out', () => {
+      spec.given(history).when({ type: 'HeartbeatDecision', decisionId: 'd1', now: T0 + 400, leaseMs: LEASE }).thenNothingHappens();
+      spec
+        .given(history)
+        .when({ type: 'HeartbeatDecision', decisionId: 'd1', now: T0 + 700, leaseMs: LEASE })
+        .thenState((state, events) => {
+          expect(events).toEqual([{ type: 'DecisionLeaseExtended', data: { decisionId: 'd1', leaseExpiresAt: at(1700) } }]);
+          expect(nextDueAt(state, T0 + 700)).toBe(T0 + 1700);
+        });
+      const extended = [...history, { type: 'DecisionLeaseExtended', data: { decisionId: 'd1', leaseExpiresAt: at(1700) } } as WorkflowEvent];
+      spec.given(extended).when({ type: 'Tick', now: T0 + LEASE }).thenNothingHappens();
+      spec.given(extended).when({ type: 'Tick', now: T0 + 1700 }).then([{ type: 'DecisionTimedOut', data: { decisionId: 'd1' } }]);
+    });
+
+    it('records nothing for a decision that is no longer current', () => {
+      spec.given(history).when({ type: 'HeartbeatDecision', decisionId: 'stale', now: T0 + 700, leaseMs: LEASE }).thenNothingHappens();
+      spec.given([...history, decisionCompleted('d1')]).when({ type: 'HeartbeatDecision', decisionId: 'd1', now: T0 + 700, leaseMs: LEASE }).thenNothingHappens();
+    });
+  });
+
   describe('while paused', () => {
     it('records events that arrive, in order, and decides on them only after resume', () => {
       const waiting = [dispatched, decisionStarted('d1'), decisionCompleted('d1'), paused];

@@ -41,6 +41,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
   DecisionTimedOut: { decisionId: string };
+  /** The worker running the decision (its inline steps take a while) keeps its lease. */
+  DecisionLeaseExtended: { decisionId: string; leaseExpiresAt: string };
   TaskScheduled: { seq: number; name: string; args: Json[] };
   TimerStarted: { seq: number; fireAt: string };
   TimerFired: { seq: number };
@@ -77,6 +79,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'DecisionCompleted',
   'DecisionFailed',
   'DecisionTimedOut',
+  'DecisionLeaseExtended',
   'TaskScheduled',
   'TaskStarted',
   'TaskLeaseExtended',
@@ -202,6 +205,8 @@ export type WorkflowCommand =
       timeoutMs: number | null;
     }
   | { type: 'HeartbeatTask'; seq: number; attemptId: string; now: number; leaseMs: number }
+  /** From the worker running decision `decisionId`: it is still at it (inline steps). */
+  | { type: 'HeartbeatDecision'; decisionId: string; now: number; leaseMs: number }
   | { type: 'CompleteTask'; seq: number; attemptId: string; result: Json }
   | { type: 'FailTask'; seq: number; attemptId: string; error: TaskError; now: number }
   | { type: 'ReleaseTask'; seq: number; attemptId: string; now: number }
@@ -351,6 +356,10 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         const task = taskOf(state, command.seq);
         return withSeq(decideStart(task.attempt, command, command.seq));
       }
+      case 'HeartbeatDecision':
+        // Recorded only once half the lease is gone, as for tasks: a short decision records nothing.
+        if (final || state.decision?.id !== command.decisionId || state.decision.leaseExpiresAt - command.now > command.leaseMs / 2) return [];
+        return [{ type: 'DecisionLeaseExtended', data: { decisionId: command.decisionId, leaseExpiresAt: iso(command.now + command.leaseMs) } }];
       case 'HeartbeatTask':
         if (final) return [];
         return withSeq(decideHeartbeat(taskOf(state, command.seq).attempt, command, command.seq));
@@ -430,6 +439,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         };
       case 'DecisionTimedOut':
         return { ...state, decision: null, needsDecision: true };
+      case 'DecisionLeaseExtended':
+        return state.decision?.id === event.data.decisionId ? { ...state, decision: { ...state.decision, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) } } : state;
       case 'TaskScheduled':
         // The arguments stay in the stream (the worker gets them with its claim).
         return { ...state, tasks: state.tasks.set(event.data.seq, { name: event.data.name, args: event.data.args, attempt: initialAttemptState() }) };
