@@ -131,7 +131,7 @@ export class WorkItem {
   historyFrom: number | null;
   @Field(() => Int, { nullable: true, description: 'DECISION: revision of the first event of the current run (where a full replay starts).' })
   runFrom: number | null;
-  @Field({ description: 'When the lease ends unless extended by a heartbeat (tasks) or a report.' })
+  @Field({ description: 'When the lease ends unless extended by a heartbeat or a report.' })
   leaseExpiresAt: Date;
 }
 
@@ -242,7 +242,7 @@ export class DecisionReportInput {
 
 @InputType({ description: 'The outcome of a task attempt: its result, or its error.' })
 export class TaskReportInput {
-  @Field({ description: 'The `ref` of the TASK item.' })
+  @Field({ description: 'The `ref` of the TASK item, or of a DECISION item whose inline steps are still running.' })
   @IsString()
   @MaxLength(MAX_REF_LENGTH)
   ref: string;
@@ -327,13 +327,13 @@ export class HeartbeatAttemptInput {
   @IsString()
   @MaxLength(MAX_REF_LENGTH)
   ref: string;
-  @Field(() => ID, { description: 'The attempt id.' })
+  @Field(() => ID, { description: 'The attempt id (for a decision, its decisionId).' })
   @IsString()
   @MaxLength(MAX_REF_LENGTH)
   attemptId: string;
 }
 
-@InputType({ description: 'Heartbeats for running task attempts.' })
+@InputType({ description: 'Heartbeats for running task attempts and decisions.' })
 export class HeartbeatInput extends AppScopedInput {
   @Field({ description: 'The worker.' })
   @IsString()
