@@ -99,7 +99,9 @@ async function runVariant(variant, { fixedRate, fixedSeconds, fullCount, fullRun
   const reader = new StoreReader(svc.storeFile);
   const ctx = { svc, reader, obsFile, log, variant };
   try {
-    await runBatch(ctx, { count: Math.min(200, fullCount), concurrency, label: 'warm-up' });
+    // A warm-up as large as one full-load batch (for the peers too): with 200 workflows, every
+    // system still sped up from one quick full-load batch to the next.
+    await runBatch(ctx, { count: fullCount, concurrency, label: 'warm-up' });
     const fixed = await runBatch(ctx, { count: fixedRate * fixedSeconds, rate: fixedRate, label: `fixed ${fixedRate}/s` });
     const full = [];
     for (let r = 0; r < fullRuns; r++) full.push(await runBatch(ctx, { count: fullCount, concurrency, label: `full load ${r + 1}/${fullRuns}` }));

@@ -79,7 +79,8 @@ async function peerBatch(peer, { count, rate, concurrency, label, log }) {
 }
 
 async function runPeer(peer, { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, log }) {
-  await peerBatch(peer, { count: Math.min(200, fullCount), concurrency, label: 'warm-up', log });
+  // As large as one full-load batch, as for Baton (bench/scenarios/e2e-baton.mjs says why).
+  await peerBatch(peer, { count: fullCount, concurrency, label: 'warm-up', log });
   const fixed = await peerBatch(peer, { count: fixedRate * fixedSeconds, rate: fixedRate, label: `fixed ${fixedRate}/s`, log });
   const full = [];
   for (let r = 0; r < fullRuns; r++) full.push(await peerBatch(peer, { count: fullCount, concurrency, label: `full load ${r + 1}/${fullRuns}`, log }));
