@@ -45,7 +45,7 @@ const PROFILES = {
 
 const USAGE = `usage: npm run bench [-- --quick] [-- --peers] [-- --only=${SCENARIOS.join(',')}]
 
-  --quick   smaller sizes and fewer runs (about two minutes; the full run takes about eight, twelve with --peers)
+  --quick   smaller sizes and fewer runs (about two and a half minutes; the full run takes about eight and a half, ten with --peers)
   --peers   also run scenario 2 on Restate and DBOS Transact (installs them into bench/peers/ if missing)
   --only    a comma-separated subset of the scenarios`;
 
