@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { type DecisionCommand, type HistoryEvent, type Json, type Selector, type TaskErrorShape, callId } from '../protocol/decision-commands.js';
-import type { TaskDefinition, WorkflowDefinition } from './definitions.js';
+import type { RetryPolicy, TaskDefinition, WorkflowDefinition } from './definitions.js';
 import { type Moment, isMoment, resolveMoment } from './moments.js';
 import { Duration, toMs } from './duration.js';
-import { NonDeterminismError, TaskFailedError } from './errors.js';
+import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
 
 export type { HistoryEvent, Selector } from '../protocol/decision-commands.js';
 
@@ -22,6 +22,12 @@ export interface ChildOptions {
  */
 export function tagged(tag: string): ChildOptions {
   return { [CHILD_OPTIONS]: true, tag };
+}
+
+/** Options of `ctx.step`. */
+export interface StepOptions {
+  /** Attempts of the step within its decision; without it, one attempt. Defaults as for a task's {@link RetryPolicy}. */
+  retry?: RetryPolicy;
 }
 
 /** Actions on the workflows a selector picks, from inside a workflow (fire and forget). */
@@ -46,14 +52,16 @@ export interface WorkflowContext {
    * claim, so a workflow of steps completes in one decision. On replay the recorded outcome is
    * returned and `fn` does not run again; if the decision's report is never recorded (the worker
    * died, its lease lapsed), `fn` runs again in the decision that replaces it, so it runs at least
-   * once. A step that throws rejects with {@link TaskFailedError} (no retries: catch and loop, or
-   * use `run` for a task with a retry policy). Keep steps short, well inside the decision lease
-   * (`LEASE_MS`); the result must be JSON (`undefined` becomes `null`). Steps that run at once
-   * (`Promise.all`) run in parallel, and each is handed back in the order it was called.
+   * once. A step that throws rejects with {@link TaskFailedError}: at once, or with `retry`, once
+   * its attempts are spent (they run in this decision, with the policy's backoff between them;
+   * `NonRetryableError` and `RetryableError` mean what they mean in a task). While steps run, the
+   * worker's heartbeats keep the decision's lease. The result must be JSON (`undefined` becomes
+   * `null`). Steps that run at once (`Promise.all`) run in parallel, and each is handed back in the
+   * order it was called. Use `run` for work that should survive the worker or be shared by others.
    * @example
-   * const rate = await ctx.step('fetch rate', () => fetchRate('EUR'));
+   * const rate = await ctx.step('fetch rate', () => fetchRate('EUR'), { retry: { maxAttempts: 5, initialDelay: '200ms' } });
    */
-  step<Result>(name: string, fn: () => Result | Promise<Result>): Promise<Awaited<Result>>;
+  step<Result>(name: string, fn: () => Result | Promise<Result>, options?: StepOptions): Promise<Awaited<Result>>;
   /**
    * Starts a task or a child workflow without waiting for it, and returns its id (the task's or
    * the child workflow's, as `workflow`/`task` queries know it).
@@ -135,6 +143,7 @@ type RecordStep = Extract<Command, { type: 'RecordStep' }>;
 interface StepCall extends Pending {
   seq: number;
   fn: () => unknown;
+  retry?: RetryPolicy;
   /** The command this call put in the decision; its outcome is added once the step ran here. */
   command: RecordStep;
   /** Its outcome: recorded in the history, or being produced by running `fn` (live decisions only). */
@@ -305,19 +314,26 @@ export class WorkflowReplay {
     return this.replaying ? undefined : this.runStep(call);
   }
 
-  /** Runs a step's function in this decision; its outcome goes in the step's command. */
+  /** Runs a step's function in this decision (with its retries); its outcome goes in the step's command. */
   private async runStep(call: StepCall): Promise<StepOutcome> {
-    try {
-      const value = await call.fn();
-      // What replay will hand back is the JSON the service records: the live code gets the same.
-      const result = (value === undefined ? null : JSON.parse(JSON.stringify(value))) as Json;
-      call.command.result = result;
-      return { result };
-    } catch (thrown) {
-      const e = thrown instanceof Error ? thrown : new Error(String(thrown));
-      const error: TaskErrorShape = { message: e.message, ...(e.name && e.name !== 'Error' ? { name: e.name } : {}) };
-      call.command.error = error;
-      return { error };
+    const attempts = call.retry ? Math.max(1, call.retry.maxAttempts ?? 3) : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const value = await call.fn();
+        // What replay will hand back is the JSON the service records: the live code gets the same.
+        const result = (value === undefined ? null : JSON.parse(JSON.stringify(value))) as Json;
+        call.command.result = result;
+        return { result };
+      } catch (thrown) {
+        const e = thrown instanceof Error ? thrown : new Error(String(thrown));
+        if (attempt < attempts && !(e instanceof NonRetryableError)) {
+          await new Promise((resolve) => setTimeout(resolve, stepRetryDelay(call.retry!, attempt, e)));
+          continue;
+        }
+        const error: TaskErrorShape = { message: e.message, ...(e.name && e.name !== 'Error' ? { name: e.name } : {}) };
+        call.command.error = error;
+        return { error };
+      }
     }
   }
 
@@ -462,12 +478,12 @@ export class WorkflowReplay {
         self.command({ type: 'ScheduleTask', seq, name: nameOf(task), args: args as Json[] });
         return self.await(seq);
       },
-      step(name, fn) {
+      step(name, fn, options = {}) {
         if (self.finished) return new Promise(() => {});
         const seq = self.seq++;
         const command: RecordStep = { type: 'RecordStep', seq, name };
         self.command(command);
-        return new Promise((resolve, reject) => self.steps.push({ seq, fn, command, resolve, reject }));
+        return new Promise((resolve, reject) => self.steps.push({ seq, fn, retry: options.retry, command, resolve, reject }));
       },
       dispatch(target, ...args) {
         const seq = self.seq++;
@@ -561,6 +577,14 @@ export class WorkflowReplay {
 }
 
 const OUTCOMES = new Set(['TaskCompleted', 'TaskFailed', 'ChildWorkflowCompleted', 'ChildWorkflowFailed', 'TimerFired', 'WorkflowEventReceived']);
+
+/** The wait after a step's failed `attempt`: the error's own `retryAfterMs`, else the policy's backoff. */
+function stepRetryDelay(policy: RetryPolicy, attempt: number, error: Error): number {
+  if (error instanceof RetryableError && error.retryAfterMs !== undefined) return Math.max(0, error.retryAfterMs);
+  const initial = toMs(policy.initialDelay ?? 1000);
+  const max = toMs(policy.maxDelay ?? 60_000);
+  return Math.min(initial * (policy.backoffFactor ?? 2) ** (attempt - 1), max);
+}
 
 /** Lets every promise continuation that is ready run (all microtasks) before going on. */
 const drain = () => new Promise<void>((resolve) => setImmediate(resolve));

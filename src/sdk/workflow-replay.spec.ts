@@ -4,7 +4,7 @@ import { RetryPolicy, TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowCommand, WorkflowEvent, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { WorkflowDefinition, defineTask, defineWorkflow } from './definitions.js';
-import { NonDeterminismError, TaskFailedError } from './errors.js';
+import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
 import { HistoryEvent, WorkflowReplay, tagged } from './workflow-context.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
@@ -672,6 +672,32 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
       { seq: 0, name: 'a', result: 1 },
       { seq: 1, name: 'b', result: 'paid' },
     ]);
+  });
+
+  it('retries a step within its decision by its policy, and records only the outcome', async () => {
+    let calls = 0;
+    const flaky = jest.fn(async () => {
+      if (++calls < 3) throw new RetryableError('busy', { retryAfterMs: 1 });
+      return calls;
+    });
+    const stubborn = jest.fn(async () => {
+      throw new NonRetryableError('card declined');
+    });
+    const once = jest.fn(async () => {
+      throw new Error('no policy, one attempt');
+    });
+    const retried = defineWorkflow('Retried', async (ctx) => {
+      const value = await ctx.step('flaky', flaky, { retry: { maxAttempts: 5, initialDelay: 1 } });
+      const refusals: string[] = [];
+      for (const [name, fn] of [['stubborn', stubborn], ['once', once]] as const) {
+        await ctx.step(name, fn, { retry: name === 'stubborn' ? { maxAttempts: 5, initialDelay: 1 } : undefined }).catch((e: Error) => refusals.push(e.message));
+      }
+      return { value, refusals };
+    });
+    const sim = new Simulation(retried);
+    expect((await sim.decide()).at(-1)).toEqual({ type: 'CompleteWorkflow', result: { value: 3, refusals: ['card declined', 'no policy, one attempt'] } });
+    expect([flaky.mock.calls.length, stubborn.mock.calls.length, once.mock.calls.length]).toEqual([3, 1, 1]);
+    expect(sim.events.filter((e) => e.type === 'StepCompleted' || e.type === 'StepFailed').map((e) => e.type)).toEqual(['StepCompleted', 'StepFailed', 'StepFailed']);
   });
 
   it('runs no step when it only checks code against a history (baton replay), even a decision in flight', async () => {
