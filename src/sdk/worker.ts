@@ -324,11 +324,13 @@ export class Worker {
         });
         for (const r of reportWork.rejected) {
           this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);
+          // A run held past a decision the server did not record (its steps ran, their outcomes
+          // were not kept) no longer matches the history: the next decision replays it afresh.
+          if (decisions.some((d) => d.ref === r.ref)) this.runs.delete(r.ref.slice(3));
           // Commands the server refuses (over a limit): record the decision as failed, with the reason,
-          // rather than let its lease lapse again and again; the run is replayed afresh next time.
+          // rather than let its lease lapse again and again (the run was dropped just above).
           const decision = decisions.find((d) => d.ref === r.ref && d.commands !== undefined);
           if (decision && r.code === 'BAD_USER_INPUT') {
-            this.runs.delete(r.ref.slice(3));
             this.decisionReports.push({ ref: r.ref, decisionId: decision.decisionId, failureCode: 'DECISION_REJECTED', failureMessage: r.message.slice(0, 1000) });
             void this.scheduleFlush();
           }
@@ -339,6 +341,7 @@ export class Worker {
         const delay = Math.min(100 * 2 ** attempt, 2000);
         if (Date.now() + delay > until) {
           this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes before their leases ended: ${(error as Error).message}`);
+          for (const d of decisions) this.runs.delete(d.ref.slice(3));
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, delay));
