@@ -242,7 +242,7 @@ export class DecisionReportInput {
 
 @InputType({ description: 'The outcome of a task attempt: its result, or its error.' })
 export class TaskReportInput {
-  @Field({ description: 'The `ref` of the TASK item, or of a DECISION item whose inline steps are still running.' })
+  @Field({ description: 'The `ref` of the TASK item.' })
   @IsString()
   @MaxLength(MAX_REF_LENGTH)
   ref: string;
@@ -323,7 +323,7 @@ export class ReportWorkResult {
 
 @InputType({ description: 'A running attempt the worker still holds.' })
 export class HeartbeatAttemptInput {
-  @Field({ description: 'The `ref` of the TASK item.' })
+  @Field({ description: 'The `ref` of the TASK item, or of a DECISION item whose inline steps are still running.' })
   @IsString()
   @MaxLength(MAX_REF_LENGTH)
   ref: string;
