@@ -1,4 +1,5 @@
-import type { Duration } from './duration.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicyMs } from '../protocol/retry-policy.js';
+import { type Duration, toMs } from './duration.js';
 import type { WorkflowContext } from './workflow-context.js';
 
 /** How a task is retried. */
@@ -23,6 +24,16 @@ export interface RetryPolicy {
    * @default "60s"
    */
   maxDelay?: Duration;
+}
+
+/** A policy with its defaults filled in, in milliseconds: what the service records for a task. */
+export function resolveRetryPolicy(policy: RetryPolicy): RetryPolicyMs {
+  return {
+    maxAttempts: policy.maxAttempts ?? DEFAULT_RETRY_POLICY.maxAttempts,
+    initialDelayMs: Math.round(toMs(policy.initialDelay ?? DEFAULT_RETRY_POLICY.initialDelayMs)),
+    backoffFactor: policy.backoffFactor ?? DEFAULT_RETRY_POLICY.backoffFactor,
+    maxDelayMs: Math.round(toMs(policy.maxDelay ?? DEFAULT_RETRY_POLICY.maxDelayMs)),
+  };
 }
 
 export interface TaskOptions {

@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { Client } from './client.js';
-import type { RetryPolicy, TaskDefinition, WorkflowDefinition } from './definitions.js';
+import { type TaskDefinition, type WorkflowDefinition, resolveRetryPolicy } from './definitions.js';
 import { toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError } from './errors.js';
-import { DECISION_HISTORY, HEARTBEAT, type HistoryEvent, POLL_WORK, REPORT_WORK, type WireDecisionReport, type WireTaskReport, type WireWorkItem } from '../protocol/index.js';
+import { DECISION_HISTORY, HEARTBEAT, type HistoryEvent, POLL_WORK, REPORT_WORK, type WireDecisionReport, type WireTaskReport, type RetryPolicyMs, type WireWorkItem } from '../protocol/index.js';
 import { WorkflowReplay } from './workflow-context.js';
 
 export interface WorkerOptions {
@@ -101,7 +101,7 @@ export class Worker {
   /** Decisions being made now, by ref, with their decision ids (heartbeated like task attempts). */
   private readonly deciding = new Map<string, string>();
   private runPromise: Promise<void> | undefined;
-  private registered: { workflows: string[]; tasks: Array<{ name: string; retry: ReturnType<typeof retryInput> | null; timeoutMs: number | null }> } | undefined;
+  private registered: { workflows: string[]; tasks: Array<{ name: string; retry: RetryPolicyMs | null; timeoutMs: number | null }> } | undefined;
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -175,7 +175,7 @@ export class Worker {
       workflows: [...this.workflows.keys()],
       tasks: [...this.tasks.values()].map((t) => ({
         name: t.name,
-        retry: t.options.retry ? retryInput(t.options.retry) : null,
+        retry: t.options.retry ? resolveRetryPolicy(t.options.retry) : null,
         timeoutMs: t.options.timeout !== undefined ? Math.round(toMs(t.options.timeout)) : null,
       })),
     });
@@ -367,11 +367,3 @@ export class Worker {
   }
 }
 
-function retryInput(policy: RetryPolicy) {
-  return {
-    maxAttempts: policy.maxAttempts ?? 3,
-    initialDelayMs: Math.round(toMs(policy.initialDelay ?? 1000)),
-    backoffFactor: policy.backoffFactor ?? 2,
-    maxDelayMs: Math.round(toMs(policy.maxDelay ?? 60_000)),
-  };
-}

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type DecisionCommand, type HistoryEvent, type Json, type Selector, type TaskErrorShape, callId } from '../protocol/decision-commands.js';
-import type { RetryPolicy, TaskDefinition, WorkflowDefinition } from './definitions.js';
+import { type RetryPolicyMs, backoffDelay } from '../protocol/retry-policy.js';
+import { type RetryPolicy, type TaskDefinition, type WorkflowDefinition, resolveRetryPolicy } from './definitions.js';
 import { type Moment, isMoment, resolveMoment } from './moments.js';
 import { Duration, toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
@@ -316,7 +317,8 @@ export class WorkflowReplay {
 
   /** Runs a step's function in this decision (with its retries); its outcome goes in the step's command. */
   private async runStep(call: StepCall): Promise<StepOutcome> {
-    const attempts = call.retry ? Math.max(1, call.retry.maxAttempts ?? 3) : 1;
+    const policy = call.retry ? resolveRetryPolicy(call.retry) : undefined;
+    const attempts = Math.max(1, policy?.maxAttempts ?? 1);
     for (let attempt = 1; ; attempt++) {
       try {
         const value = await call.fn();
@@ -327,7 +329,7 @@ export class WorkflowReplay {
       } catch (thrown) {
         const e = thrown instanceof Error ? thrown : new Error(String(thrown));
         if (attempt < attempts && !(e instanceof NonRetryableError)) {
-          await new Promise((resolve) => setTimeout(resolve, stepRetryDelay(call.retry!, attempt, e)));
+          await new Promise((resolve) => setTimeout(resolve, stepRetryDelay(policy!, attempt, e)));
           continue;
         }
         const error: TaskErrorShape = { message: e.message, ...(e.name && e.name !== 'Error' ? { name: e.name } : {}) };
@@ -578,12 +580,10 @@ export class WorkflowReplay {
 
 const OUTCOMES = new Set(['TaskCompleted', 'TaskFailed', 'ChildWorkflowCompleted', 'ChildWorkflowFailed', 'TimerFired', 'WorkflowEventReceived']);
 
-/** The wait after a step's failed `attempt`: the error's own `retryAfterMs`, else the policy's backoff. */
-function stepRetryDelay(policy: RetryPolicy, attempt: number, error: Error): number {
+/** The wait after a step's failed `attempt`: the error's own `retryAfterMs`, else the policy's backoff (as for tasks). */
+function stepRetryDelay(policy: RetryPolicyMs, attempt: number, error: Error): number {
   if (error instanceof RetryableError && error.retryAfterMs !== undefined) return Math.max(0, error.retryAfterMs);
-  const initial = toMs(policy.initialDelay ?? 1000);
-  const max = toMs(policy.maxDelay ?? 60_000);
-  return Math.min(initial * (policy.backoffFactor ?? 2) ** (attempt - 1), max);
+  return backoffDelay(policy, attempt);
 }
 
 /** Lets every promise continuation that is ready run (all microtasks) before going on. */

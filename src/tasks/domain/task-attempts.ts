@@ -1,5 +1,6 @@
 import { Json } from '../../event-store/event-store.port.js';
 import { ConflictError } from '../../shared/errors.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicyMs, backoffDelay } from '../../protocol/retry-policy.js';
 
 /**
  * The life of one task's attempts, shared by standalone tasks (`task-<id>` streams) and the
@@ -8,20 +9,8 @@ import { ConflictError } from '../../shared/errors.js';
  */
 
 /** How a task is retried; sent by the worker that claims an attempt and recorded with it. */
-export interface RetryPolicy {
-  /** Total attempts, the first included. */
-  maxAttempts: number;
-  initialDelayMs: number;
-  backoffFactor: number;
-  maxDelayMs: number;
-}
-
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  maxAttempts: 3,
-  initialDelayMs: 1000,
-  backoffFactor: 2,
-  maxDelayMs: 60_000,
-};
+export type RetryPolicy = RetryPolicyMs;
+export { DEFAULT_RETRY_POLICY, backoffDelay };
 
 export interface TaskError {
   message: string;
@@ -256,10 +245,6 @@ export function decideExpiry(state: AttemptState, now: number, seq?: number): At
 /** When this attempt next needs the clock: a lease to expire. */
 export const attemptDueAt = (state: AttemptState): number | undefined =>
   state.status === 'started' ? state.leaseExpiresAt : undefined;
-
-export function backoffDelay(policy: RetryPolicy, attempt: number): number {
-  return Math.min(policy.initialDelayMs * policy.backoffFactor ** Math.max(0, attempt - 1), policy.maxDelayMs);
-}
 
 function staleReason(state: AttemptState): string {
   switch (state.status) {

@@ -1,0 +1,20 @@
+/** How a task (or an inline step) is retried, in milliseconds: what a worker declares for a task and the service records. */
+export interface RetryPolicyMs {
+  /** Total attempts, the first included. */
+  maxAttempts: number;
+  initialDelayMs: number;
+  backoffFactor: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicyMs = {
+  maxAttempts: 3,
+  initialDelayMs: 1000,
+  backoffFactor: 2,
+  maxDelayMs: 60_000,
+};
+
+/** The wait before the attempt after `attempt` (1-based): exponential, capped. */
+export function backoffDelay(policy: RetryPolicyMs, attempt: number): number {
+  return Math.min(policy.initialDelayMs * policy.backoffFactor ** Math.max(0, attempt - 1), policy.maxDelayMs);
+}
