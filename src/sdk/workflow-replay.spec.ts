@@ -615,10 +615,13 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
     let release!: () => void;
     const slow = new Promise<void>((resolve) => (release = resolve));
     const order: string[] = [];
+    let bEnded!: () => void;
+    const bDone = new Promise<void>((resolve) => (bEnded = resolve));
     const step = (name: string, wait?: Promise<void>) => async () => {
       order.push(`start ${name}`);
       await wait;
       order.push(`end ${name}`);
+      if (name === 'b') bEnded();
       return name;
     };
     const parallel = defineWorkflow('Parallel', async (ctx) =>
@@ -630,7 +633,7 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
     const sim = new Simulation(parallel);
     const deciding = sim.decide();
     // b finishes first, but a is handed back first: the seqs of c and d do not depend on timing.
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await bDone;
     expect(order).toEqual(['start a', 'start b', 'end b']);
     release();
     const commands = await deciding;
