@@ -164,9 +164,12 @@ export function decideHeartbeat(
 ): AttemptEvent[] {
   if (state.status !== 'started' || state.attemptId !== cmd.attemptId) return [];
   const target = Math.min(cmd.now + cmd.leaseMs, state.deadlineAt ?? Number.MAX_SAFE_INTEGER);
-  if (state.leaseExpiresAt - cmd.now > cmd.leaseMs / 2 || target <= state.leaseExpiresAt) return [];
+  if (!leaseWorthExtending(state.leaseExpiresAt, cmd.now, cmd.leaseMs) || target <= state.leaseExpiresAt) return [];
   return [{ type: 'TaskLeaseExtended', data: { ...withSeq(seq), attemptId: cmd.attemptId, leaseExpiresAt: iso(target) } }];
 }
+
+/** A heartbeat extends a lease (and records it) only once half of it is gone: short work records nothing. */
+export const leaseWorthExtending = (leaseExpiresAt: number, now: number, leaseMs: number): boolean => leaseExpiresAt - now <= leaseMs / 2;
 
 /** True when the attempt is still the one the caller holds. */
 export const holdsAttempt = (state: AttemptState, attemptId: string): boolean =>

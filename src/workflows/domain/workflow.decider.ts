@@ -18,6 +18,7 @@ import {
   evolveAttempt,
   initialAttemptState,
   iso,
+  leaseWorthExtending,
 } from '../../tasks/domain/task-attempts.js';
 import { DecisionCommand, Selector } from './workflow-commands.js';
 
@@ -357,8 +358,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return withSeq(decideStart(task.attempt, command, command.seq));
       }
       case 'HeartbeatDecision':
-        // Recorded only once half the lease is gone, as for tasks: a short decision records nothing.
-        if (final || state.decision?.id !== command.decisionId || state.decision.leaseExpiresAt - command.now > command.leaseMs / 2) return [];
+        if (final || state.decision?.id !== command.decisionId || !leaseWorthExtending(state.decision.leaseExpiresAt, command.now, command.leaseMs)) return [];
         return [{ type: 'DecisionLeaseExtended', data: { decisionId: command.decisionId, leaseExpiresAt: iso(command.now + command.leaseMs) } }];
       case 'HeartbeatTask':
         if (final) return [];
