@@ -266,7 +266,10 @@ export class WorkflowsReadModel implements DurableProjection {
     const { streamId, recordedAt, position } = stored.recorded;
     const id = streamId.slice('workflow-'.length);
     const at = recordedAt.getTime();
-    const event = { type: stored.type, data: stored.data } as WorkflowEvent;
+    // The stored event itself (its `type` and `data` are accessors): `data` is read only where a
+    // case needs it, as a store may parse it when first read (a rebuild's pages) and most
+    // DecisionStarted events need none of it.
+    const event = stored as unknown as WorkflowEvent;
     switch (event.type) {
       case 'WorkflowDispatched': {
         // INSERT OR IGNORE

@@ -637,23 +637,35 @@ function recorded(...[position, type, streamId, revision, id, data, metadata, re
 }
 
 /**
- * An event of a bulk catch-up page: its metadata is parsed when first read. Of the read models only
- * the audit log reads it, for a few types, and it is the larger half of most events' JSON.
+ * An event of a bulk catch-up page: its data and metadata are parsed when first read. Of the read
+ * models only the audit log reads metadata, for a few types, and it is the larger half of most
+ * events' JSON; a read model that takes a type but passes over most of its events (the tasks
+ * read model and a workflow's task events) never reads their data.
  */
 class CatchUpEvent implements RecordedEvent {
   readonly revision: bigint;
   readonly position: bigint;
-  readonly data: unknown;
   readonly recordedAt: Date;
+  #dataText: string;
+  #data: unknown;
+  #parsed = false;
   #metadataText: string;
   #metadata: EventMetadata | undefined;
 
   constructor(position: number, readonly type: string, readonly streamId: string, revision: number, readonly id: string, data: string, metadata: string, recordedAt: number) {
     this.revision = BigInt(revision);
     this.position = BigInt(position);
-    this.data = JSON.parse(data);
     this.recordedAt = new Date(recordedAt);
+    this.#dataText = data;
     this.#metadataText = metadata;
+  }
+
+  get data(): unknown {
+    if (!this.#parsed) {
+      this.#data = JSON.parse(this.#dataText);
+      this.#parsed = true;
+    }
+    return this.#data;
   }
 
   get metadata(): EventMetadata {
