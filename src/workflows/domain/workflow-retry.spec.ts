@@ -41,7 +41,7 @@ const failedHistory: WorkflowEvent[] = [
   { type: 'DecisionCompleted', data: { decisionId: 'd3', commands: [{ type: 'FailWorkflow', error }] } },
   { type: 'WorkflowFailed', data: { error } },
 ];
-const numbered = (events: WorkflowEvent[]) => events.map((e, revision) => ({ revision, ...e }));
+const numbered = (events: WorkflowEvent[]) => events.map((e, revision) => ({ ...e, revision }));
 
 describe('retrying a failed workflow', () => {
   const spec = DeciderSpecification.for(workflowDecider);
