@@ -122,10 +122,23 @@ export interface DurableProjection {
   inFlightStreams?(): string[];
 }
 
-/** Declares a durable read model for these persisted event types (see `DurableProjection`). */
-export function ReadModel(types: readonly string[]): ClassDecorator {
+export const READ_MODEL_STREAMS = Symbol('baton.readModelStreams');
+
+/**
+ * Declares a durable read model for these persisted event types (see `DurableProjection`).
+ * `streams`: the prefixes of the only streams whose events it folds (its `project` passes over
+ * the others); a bulk catch-up then leaves the others' events undecoded. Without it, every
+ * stream's.
+ */
+export function ReadModel(types: readonly string[], options: { streams?: readonly string[] } = {}): ClassDecorator {
   return (target) => {
     Injectable()(target);
     Reflect.defineMetadata(READ_MODEL_TYPES, [...types], target);
+    if (options.streams) Reflect.defineMetadata(READ_MODEL_STREAMS, [...options.streams], target);
   };
+}
+
+/** The stream prefixes a read model folds (`@ReadModel`'s `streams`), or null for every stream. */
+export function readModelStreams(model: DurableProjection): readonly string[] | null {
+  return (Reflect.getMetadata(READ_MODEL_STREAMS, model.constructor) as string[] | undefined) ?? null;
 }

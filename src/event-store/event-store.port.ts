@@ -125,13 +125,19 @@ export interface EventStore {
   onCommit?(listener: (commit: CommitInfo) => void): void;
   /**
    * A bulk read for rebuilding read models (synchronous, the embedded store only): up to `maxCount`
-   * events of the global log after `after`, but only those whose type is in `wanted` are decoded and
-   * returned; the others are passed over (their types collected in `skippedTypes`). `last` is the
-   * position of the last event read, wanted or not (`after` when none was), and `done` tells the
-   * page reached the end of the log.
+   * events of the global log after `after`, but only those `wanted` takes are decoded and returned;
+   * the others are passed over (the types `wanted` lacks collected in `skippedTypes`). `last` is
+   * the position of the last event read, wanted or not (`after` when none was), and `done` tells
+   * the page reached the end of the log.
    */
-  readCatchUp?(after: bigint | undefined, maxCount: number, wanted: ReadonlySet<string>): CatchUpPage;
+  readCatchUp?(after: bigint | undefined, maxCount: number, wanted: CatchUpFilter): CatchUpPage;
 }
+
+/**
+ * The events a bulk catch-up decodes: their type is a key, and their stream starts with one of
+ * its prefixes (null: any stream).
+ */
+export type CatchUpFilter = ReadonlyMap<string, readonly string[] | null>;
 
 /** One page of `EventStore.readCatchUp`. */
 export interface CatchUpPage {

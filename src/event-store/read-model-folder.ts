@@ -1,5 +1,5 @@
-import type { EventStore } from './event-store.port.js';
-import type { DurableProjection, EventRegistry, StoredEvent } from './event-registry.js';
+import type { CatchUpFilter, EventStore } from './event-store.port.js';
+import { type DurableProjection, type EventRegistry, type StoredEvent, readModelStreams } from './event-registry.js';
 import type { ReadModelDb } from './read-model-db.js';
 
 /** The read models' checkpoint in `rm_checkpoints`. */
@@ -60,7 +60,7 @@ export class ReadModelFolder {
     hooks: { rehydrate: (recorded: Parameters<EventRegistry['rehydrate']>[0]) => StoredEvent | null; skipped?: (type: string) => void; stopped?: () => boolean },
   ): Promise<number | null> {
     if (!store.readCatchUp) return null;
-    const wanted = new Set<string>([...this.durable.keys(), ...this.registry.upcastTypes()]);
+    const wanted = this.catchUpFilter();
     let after = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
     let read = 0;
     // Folding the whole log into empty tables: their secondary indexes are built once at the end
@@ -83,6 +83,21 @@ export class ReadModelFolder {
       this.createIndexes(deferred);
     }
     return read;
+  }
+
+  /**
+   * The events a catch-up decodes: those of a type some read model takes, from the streams its
+   * `@ReadModel` names (every stream when one of them names none), and every event of a type an
+   * upcaster rewrites (it may become any type).
+   */
+  private catchUpFilter(): CatchUpFilter {
+    const wanted = new Map<string, readonly string[] | null>();
+    for (const [type, projections] of this.durable) {
+      const streams = projections.map(readModelStreams);
+      wanted.set(type, streams.includes(null) ? null : [...new Set(streams.flatMap((s) => s ?? []))]);
+    }
+    for (const type of this.registry.upcastTypes()) wanted.set(type, null);
+    return wanted;
   }
 
   /**

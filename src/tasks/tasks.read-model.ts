@@ -66,7 +66,7 @@ const toView = (r: Row): TaskView => ({
 });
 
 /** Standalone tasks (`task-<id>` streams) as rows of `rm_tasks`, by id and by app+environment in dispatch order. */
-@ReadModel(['TaskDispatched', 'TaskRetried', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'])
+@ReadModel(['TaskDispatched', 'TaskRetried', 'TaskStarted', 'TaskCompleted', 'TaskAttemptFailed', 'TaskFailed'], { streams: ['task-'] })
 export class TasksReadModel implements DurableProjection {
   private stmt!: ReturnType<TasksReadModel['prepare']>;
   /** The rows a batch touched, written once in `endBatch` (as in the workflows read model). */

@@ -4,8 +4,9 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
-import { Engine, unique } from '../engine/engine-helpers.js';
+import { APP, Engine, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 import { FIXTURES_MODULE, FixtureWorker, startWorker } from '../support/worker.js';
 
 function baton(args: string[], env: Record<string, string> = {}) {
@@ -116,6 +117,17 @@ describe('baton rebuild', () => {
     const engine = new Engine(service, environment);
     const done = await Promise.all(Array.from({ length: 6 }, (_, i) => engine.dispatch('Sequential', [`r${i}`])));
     for (const id of done) await engine.waitForState(id);
+    // A standalone task too: its events are the only ones of a task stream, while a workflow's
+    // tasks write the same types into the workflow's stream (a rebuild decodes only the former
+    // for the tasks read model).
+    const task = await engine.client.dispatchTask({ appId: APP, environment, name: 'echo', input: ['standalone'] });
+    const taskState = () =>
+      engine.client.request<{ task: { state: string } | null }>('query($appId: String!, $environment: String!, $id: ID!) { task(appId: $appId, environment: $environment, id: $id) { state } }', {
+        appId: APP,
+        environment,
+        id: task,
+      });
+    await waitFor(async () => (await taskState()).task?.state === 'COMPLETED', { timeoutMs: 15_000, description: 'the standalone task to complete' });
     const waiting = await engine.dispatch('Waiter', ['never', 600_000]);
     await engine.waitForHistory(waiting, (h) => h.some((e) => e.type === 'DecisionCompleted'), 'the waiter to park');
     await worker.stop();
@@ -124,6 +136,7 @@ describe('baton rebuild', () => {
 
     const rows = readModelRows(service.storeUrl);
     expect(rows.rm_workflows.length).toBeGreaterThanOrEqual(7);
+    expect(rows.rm_tasks).toEqual([expect.objectContaining({ id: task, status: 'completed' })]);
     const rebuild = baton(['rebuild'], { EVENT_STORE_URL: service.storeUrl });
     expect(rebuild).toMatchObject({ code: 0, stderr: '' });
     const [, events, head] = /rebuilt from (\d+) events \(up to position (\d+)\) in \d+ ms: \d+ events\/s/.exec(rebuild.stdout) ?? [];

@@ -3,6 +3,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   AppendResult,
+  CatchUpFilter,
   CatchUpPage,
   CommitInfo,
   EventHandler,
@@ -285,17 +286,19 @@ export class SqliteEventStore implements EventStore {
     };
   }
 
-  readCatchUp(after: bigint | undefined, maxCount: number, wanted: ReadonlySet<string>): CatchUpPage {
+  readCatchUp(after: bigint | undefined, maxCount: number, wanted: CatchUpFilter): CatchUpPage {
     this.assertOpen();
     const rows = this.stmt.catchUp.all(after === undefined ? 0 : Number(after), maxCount);
     const events: RecordedEvent[] = [];
     const skippedTypes = new Set<string>();
     for (const [position, type, streamId, revision, id, data, metadata, recordedAt] of rows) {
-      // Only the events some read model takes are parsed.
-      if (!wanted.has(type)) {
+      // Only the events some read model takes are decoded.
+      const streams = wanted.get(type);
+      if (streams === undefined) {
         skippedTypes.add(type);
         continue;
       }
+      if (streams !== null && !startsWithAny(streamId, streams)) continue;
       events.push(new CatchUpEvent(position, type, streamId, revision, id, data, metadata, recordedAt));
     }
     return {
@@ -671,6 +674,11 @@ class CatchUpEvent implements RecordedEvent {
   get metadata(): EventMetadata {
     return (this.#metadata ??= JSON.parse(this.#metadataText) as EventMetadata);
   }
+}
+
+function startsWithAny(text: string, prefixes: readonly string[]): boolean {
+  for (const prefix of prefixes) if (text.startsWith(prefix)) return true;
+  return false;
 }
 
 function toRecorded(row: EventRow): RecordedEvent {
