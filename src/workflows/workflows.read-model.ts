@@ -267,8 +267,8 @@ export class WorkflowsReadModel implements DurableProjection {
     const id = streamId.slice('workflow-'.length);
     const at = recordedAt.getTime();
     // The stored event itself (its `type` and `data` are accessors): `data` is read only where a
-    // case needs it, as a store may parse it when first read (a rebuild's pages) and most
-    // DecisionStarted events need none of it.
+    // case needs it, as a store may parse it when first read (a rebuild's pages); a
+    // DecisionStarted needs it only while its workflow has no version.
     const event = stored as unknown as WorkflowEvent;
     switch (event.type) {
       case 'WorkflowDispatched': {
