@@ -14,4 +14,4 @@ export type { ClientOptions, DispatchedWorkflow, SelectorActionResult, WorkflowS
 export { at, dayOfMonth, friday, monday, onWeekday, saturday, sunday, thursday, tuesday, wednesday } from './moments.js';
 export type { Moment, Weekday } from './moments.js';
 export { WorkflowReplay, tagged } from './workflow-context.js';
-export type { ChildOptions, HistoryEvent, SelectedWorkflows, Selector, StepOptions, WorkflowContext } from './workflow-context.js';
+export type { ChildOptions, HistoryEvent, SelectedWorkflows, Selector, StepAttempt, StepOptions, WorkflowContext } from './workflow-context.js';

@@ -29,6 +29,21 @@ export function tagged(tag: string): ChildOptions {
 export interface StepOptions {
   /** Attempts of the step within its decision; without it, one attempt. Defaults as for a task's {@link RetryPolicy}. */
   retry?: RetryPolicy;
+  /**
+   * Start-to-close timeout of one attempt: past it the attempt's `signal` is aborted and the
+   * attempt counts as failed (retried by `retry` like any failure). The step's code keeps running
+   * unless it heeds the signal; its outcome is no longer awaited.
+   * @default none
+   */
+  timeout?: Duration;
+}
+
+/** What a step's function gets: the attempt being run and its abort signal. */
+export interface StepAttempt {
+  /** Attempt number within the decision, from 1. */
+  attempt: number;
+  /** Aborted when the attempt passes its `timeout`. */
+  signal: AbortSignal;
 }
 
 /** Actions on the workflows a selector picks, from inside a workflow (fire and forget). */
@@ -60,9 +75,9 @@ export interface WorkflowContext {
    * `null`). Steps that run at once (`Promise.all`) run in parallel, and each is handed back in the
    * order it was called. Use `run` for work that should survive the worker or be shared by others.
    * @example
-   * const rate = await ctx.step('fetch rate', () => fetchRate('EUR'), { retry: { maxAttempts: 5, initialDelay: '200ms' } });
+   * const rate = await ctx.step('fetch rate', ({ signal }) => fetchRate('EUR', { signal }), { retry: { maxAttempts: 5, initialDelay: '200ms' }, timeout: '2s' });
    */
-  step<Result>(name: string, fn: () => Result | Promise<Result>, options?: StepOptions): Promise<Awaited<Result>>;
+  step<Result>(name: string, fn: (attempt: StepAttempt) => Result | Promise<Result>, options?: StepOptions): Promise<Awaited<Result>>;
   /**
    * Starts a task or a child workflow without waiting for it, and returns its id (the task's or
    * the child workflow's, as `workflow`/`task` queries know it).
@@ -143,8 +158,10 @@ type RecordStep = Extract<Command, { type: 'RecordStep' }>;
 /** A `ctx.step` call not yet handed back to the code. */
 interface StepCall extends Pending {
   seq: number;
-  fn: () => unknown;
+  fn: (attempt: StepAttempt) => unknown;
   retry?: RetryPolicy;
+  /** Each attempt's start-to-close timeout, if any. */
+  timeoutMs?: number;
   /** The command this call put in the decision; its outcome is added once the step ran here. */
   command: RecordStep;
   /** Its outcome: recorded in the history, or being produced by running `fn` (live decisions only). */
@@ -321,7 +338,7 @@ export class WorkflowReplay {
     const attempts = Math.max(1, policy?.maxAttempts ?? 1);
     for (let attempt = 1; ; attempt++) {
       try {
-        const value = await call.fn();
+        const value = await runAttempt(call, attempt);
         // What replay will hand back is the JSON the service records: the live code gets the same.
         const result = (value === undefined ? null : JSON.parse(JSON.stringify(value))) as Json;
         call.command.result = result;
@@ -483,9 +500,11 @@ export class WorkflowReplay {
       step(name, fn, options = {}) {
         if (self.finished) return new Promise(() => {});
         const seq = self.seq++;
+        // A bad duration throws here, in the workflow's code, as a bad argument to any call would.
+        const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
         const command: RecordStep = { type: 'RecordStep', seq, name };
         self.command(command);
-        return new Promise((resolve, reject) => self.steps.push({ seq, fn, retry: options.retry, command, resolve, reject }));
+        return new Promise((resolve, reject) => self.steps.push({ seq, fn, retry: options.retry, timeoutMs, command, resolve, reject }));
       },
       dispatch(target, ...args) {
         const seq = self.seq++;
@@ -581,6 +600,26 @@ export class WorkflowReplay {
 const OUTCOMES = new Set(['TaskCompleted', 'TaskFailed', 'ChildWorkflowCompleted', 'ChildWorkflowFailed', 'TimerFired', 'WorkflowEventReceived']);
 
 /** The wait after a step's failed `attempt`: the error's own `retryAfterMs`, else the policy's backoff (as for tasks). */
+/** One attempt of a step: its function, raced against its timeout when it has one. */
+async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
+  const abort = new AbortController();
+  if (call.timeoutMs === undefined) return call.fn({ attempt, signal: abort.signal });
+  const ms = call.timeoutMs;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`step ${call.command.name} timed out after ${ms} ms`);
+      abort.abort(error);
+      reject(error);
+    }, ms);
+  });
+  try {
+    return await Promise.race([(async () => call.fn({ attempt, signal: abort.signal }))(), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function stepRetryDelay(policy: RetryPolicyMs, attempt: number, error: Error): number {
   if (error instanceof RetryableError && error.retryAfterMs !== undefined) return Math.max(0, error.retryAfterMs);
   return backoffDelay(policy, attempt);

@@ -5,7 +5,7 @@ import { WorkflowCommand, WorkflowEvent, workflowDecider } from '../workflows/do
 import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { WorkflowDefinition, defineTask, defineWorkflow } from './definitions.js';
 import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
-import { HistoryEvent, WorkflowReplay, tagged } from './workflow-context.js';
+import { HistoryEvent, StepAttempt, WorkflowReplay, tagged } from './workflow-context.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();
@@ -701,6 +701,32 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
     expect((await sim.decide()).at(-1)).toEqual({ type: 'CompleteWorkflow', result: { value: 3, refusals: ['card declined', 'no policy, one attempt'] } });
     expect([flaky.mock.calls.length, stubborn.mock.calls.length, once.mock.calls.length]).toEqual([3, 1, 1]);
     expect(sim.events.filter((e) => e.type === 'StepCompleted' || e.type === 'StepFailed').map((e) => e.type)).toEqual(['StepCompleted', 'StepFailed', 'StepFailed']);
+  });
+
+  it('fails an attempt that passes its timeout, aborting its signal, and retries it by the policy', async () => {
+    const signals: AbortSignal[] = [];
+    const hangs = jest.fn(({ signal }: StepAttempt) => {
+      signals.push(signal);
+      return new Promise<never>(() => {});
+    });
+    const quick = jest.fn(async ({ attempt, signal }: StepAttempt) => ({ attempt, aborted: signal.aborted }));
+    const timed = defineWorkflow('Timed', async (ctx) => {
+      const error = await ctx.step('hangs', hangs, { timeout: 20, retry: { maxAttempts: 2, initialDelay: 1 } }).catch((e: Error) => e.message);
+      return { error, quick: await ctx.step('quick', quick, { timeout: '5s' }) };
+    });
+    const sim = new Simulation(timed);
+    expect((await sim.decide()).at(-1)).toEqual({ type: 'CompleteWorkflow', result: { error: 'step hangs timed out after 20 ms', quick: { attempt: 1, aborted: false } } });
+    expect(hangs.mock.calls.map(([a]) => a.attempt)).toEqual([1, 2]);
+    expect(signals.map((signal) => signal.aborted)).toEqual([true, true]);
+    expect(sim.events).toContainEqual({ type: 'StepFailed', data: { seq: 0, name: 'hangs', error: { message: 'step hangs timed out after 20 ms' } } });
+  });
+
+  it('refuses a step timeout that is not a duration, in the workflow code', async () => {
+    const body = jest.fn(() => 1);
+    const bad = defineWorkflow('BadTimeout', async (ctx) => ctx.step('a', body, { timeout: 'soon' as never }));
+    const sim = new Simulation(bad);
+    expect((await sim.decide()).at(-1)).toMatchObject({ type: 'FailWorkflow' });
+    expect(body).not.toHaveBeenCalled();
   });
 
   it('runs no step when it only checks code against a history (baton replay), even a decision in flight', async () => {

@@ -2,7 +2,7 @@
  * Inline steps (`ctx.step`) with real worker processes: a workflow of steps completes in one
  * decision with no task; a recorded step is not run again when another worker replays the run;
  * a failing step is recorded and reaches the code as a catchable error; a decision whose step
- * outlasts the lease keeps it with heartbeats.
+ * outlasts the lease keeps it with heartbeats; an attempt past its timeout fails and is retried.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { killAllWorkers, startWorker } from '../support/worker.js';
@@ -51,6 +51,18 @@ describe('ctx.step', () => {
     expect(ofType(history, 'StepFailed').map((e) => e.data)).toEqual([{ seq: 2, name: 'refuses', error: { message: 'card declined' } }]);
     expect(ofType(history, 'StepCompleted').map((e) => e.data.seq)).toEqual([0, 3]);
     expect(new Set(ofType(history, 'DecisionStarted').map((e) => e.data.workerId))).toEqual(new Set([first.workerId, second.workerId]));
+  });
+
+  it('fails an attempt past its timeout, aborting its signal, retries it, and records the failure', async () => {
+    const env = unique('steps-timeout');
+    const engine = new Engine(service, env);
+    await startWorker({ url: service.url, token: service.token, environment: env });
+    const id = await engine.dispatch('StepTimeout', [200]);
+    const { result } = await engine.waitForState(id);
+    expect(result).toEqual({ failure: 'step hangs timed out after 200 ms', ends: ['attempt 1 aborted', 'attempt 2 aborted'] });
+    const history = await engine.history(id);
+    expect(ofType(history, 'StepFailed').map((e) => e.data)).toEqual([{ seq: 0, name: 'hangs', error: { message: 'step hangs timed out after 200 ms' } }]);
+    expect(ofType(history, 'DecisionStarted')).toHaveLength(1);
   });
 
   it('keeps the lease of a decision whose step outlasts it (heartbeats): the step runs once', async () => {
