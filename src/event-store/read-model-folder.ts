@@ -30,7 +30,7 @@ export class ReadModelFolder {
     private readonly durable: Map<string, DurableProjection[]>,
   ) {
     this.batching = [...new Set([...durable.values()].flat())].filter((p) => typeof p.endBatch === 'function');
-    this.apply = rm.db.transaction((events: Array<StoredEvent | null>, last: bigint) => {
+    const fold = rm.db.transaction((events: Array<StoredEvent | null>, last: bigint) => {
       // Re-read in the transaction: another instance on the same file may have moved it.
       const checkpoint = rm.checkpoint(READ_MODELS_CHECKPOINT);
       try {
@@ -46,6 +46,12 @@ export class ReadModelFolder {
       }
       rm.saveCheckpoint(READ_MODELS_CHECKPOINT, last);
     });
+    // BEGIN IMMEDIATE: the write lock is taken first, waiting for it as long as `busy_timeout`
+    // allows. A deferred transaction reads the checkpoint, then fails at once with "database is
+    // locked" when it comes to write after another instance on the file committed meanwhile (a
+    // read snapshot cannot become a writer): the batch died and its subscription restarted after
+    // 100 ms or more, which two instances on one file did several times a second.
+    this.apply = (events, last) => fold.immediate(events, last);
   }
 
   /**
