@@ -134,6 +134,17 @@ function tableRows(r) {
         );
       }
     }
+    const two = r.e2e.twoInstances;
+    if (two) {
+      add('2 end to end', 'two instances on one store, worker on B (inline steps)', '', two.workflow);
+      add(
+        '2 end to end',
+        `  dispatched through A → first step p50 / p99 ms, fixed ${s.fixedRate}/s`,
+        `${ms(two.viaOther.latency.p50)} / ${ms(two.viaOther.latency.p99)}`,
+        `through B ${ms(two.viaSame.latency.p50)} / ${ms(two.viaSame.latency.p99)}`,
+        `×${fmt.ratio(two.viaOther.latency.p50 / two.viaSame.latency.p50)} p50 A/B`,
+      );
+    }
     for (const [name, p] of peerList) if (!p.available) add('2 end to end', `vs ${name}`, 'n/a', `UNAVAILABLE: ${p.reason}`.slice(0, 120));
   } else {
     for (const [name, p] of peerList) {

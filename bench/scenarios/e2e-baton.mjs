@@ -22,7 +22,9 @@ const VARIANTS = {
 };
 
 async function runBatch(ctx, { count, rate, concurrency, label }) {
-  const { svc, reader, obsFile, log, variant } = ctx;
+  const { reader, obsFile, log, variant } = ctx;
+  // Where the dispatches go: the worker's own service, or another instance on the same store.
+  const svc = ctx.dispatchTo ?? ctx.svc;
   const { workflow, startEvent } = variant;
   const startPos = reader.head();
   const sent = new Map();
@@ -124,10 +126,38 @@ async function runVariant(variant, { fixedRate, fixedSeconds, fullCount, fullRun
   }
 }
 
-/** The task variant's figures at the top level (as before), the inline variant's under `inline`. */
+/**
+ * Two instances on one store, as behind a load balancer: the worker polls instance B, the
+ * inline workflows are dispatched through instance A at the fixed rate, so no poll waits on the
+ * dispatching instance (no eager start) and B learns of each workflow from the shared file.
+ * Then the same through B, the worker's own instance, in the same minutes.
+ */
+export async function runTwoInstances({ fixedRate, fixedSeconds, workerConcurrency, log }) {
+  const b = await startBaton();
+  const a = await startBaton({ storeFile: b.storeFile });
+  a.token = b.token;
+  const obsFile = `${b.storeFile}.obs`;
+  const worker = await startWorker(b, { concurrency: workerConcurrency, obsFile });
+  const reader = new StoreReader(b.storeFile);
+  const ctx = { svc: b, reader, obsFile, log, variant: VARIANTS.inline };
+  try {
+    await runBatch(ctx, { count: fixedRate * 2, rate: fixedRate, label: 'warm-up' });
+    const viaOther = await runBatch({ ...ctx, dispatchTo: a }, { count: fixedRate * fixedSeconds, rate: fixedRate, label: `fixed ${fixedRate}/s through the other instance` });
+    const viaSame = await runBatch(ctx, { count: fixedRate * fixedSeconds, rate: fixedRate, label: `fixed ${fixedRate}/s through the worker's instance` });
+    return { workflow: VARIANTS.inline.workflow, viaOther, viaSame };
+  } finally {
+    reader.close();
+    await worker.stop();
+    await a.stop();
+    await b.stop();
+  }
+}
+
+/** The task variant's figures at the top level (as before), the inline variant's under `inline`, two instances under `twoInstances`. */
 export async function e2eBaton({ fixedRate, fixedSeconds, fullCount, fullRuns, concurrency = 50, workerConcurrency = 100, log }) {
   const settings = { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency };
   const tasks = await runVariant(VARIANTS.tasks, { ...settings, log });
   const inline = await runVariant(VARIANTS.inline, { ...settings, log });
-  return { ...tasks, inline, settings };
+  const twoInstances = await runTwoInstances({ ...settings, log });
+  return { ...tasks, inline, twoInstances, settings };
 }

@@ -124,6 +124,29 @@ describe('SqliteEventStore, embedded only', () => {
       }
     });
 
+    it("wakes a subscription here as soon as another process commits (the WAL's watch), not at the next poll", async () => {
+      const cat = category('walwatch');
+      // Polls once in ten minutes: only the watch of the WAL file can wake it within the deadline.
+      const watching = new SqliteEventStore(file, { pollIntervalMs: 600_000 });
+      const delivered: RecordedEvent[] = [];
+      let caughtUp = false;
+      const subscription = watching.subscribe((event) => void delivered.push(event), {
+        after: await watching.headPosition(),
+        streamPrefixes: [`${cat}-`],
+        onCaughtUp: () => (caughtUp = true),
+      });
+      try {
+        await waitFor(() => caughtUp, { description: 'the subscription to be caught up' });
+        const writer = startChild(file, 'append', `${cat}-1`, '3', '1');
+        expect(await writer.exitCode).toBe(0);
+        await waitFor(() => delivered.length === 3, { timeoutMs: 10_000, description: "the child's events, woken by the WAL's change" });
+        expect(ids(delivered)).toEqual(writer.lines.map((line) => line.id));
+      } finally {
+        await subscription.close();
+        await watching.close();
+      }
+    });
+
     it("delivers events appended here to another process's subscription", async () => {
       const cat = category('fromparent');
       const reader = startChild(file, 'subscribe', `${cat}-`, String((await store.headPosition()) ?? 'start'), '5');

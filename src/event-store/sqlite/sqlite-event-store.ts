@@ -1,5 +1,5 @@
 import Database, { type SqliteDatabase } from './better-sqlite3.js';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { type FSWatcher, chmodSync, closeSync, existsSync, mkdirSync, openSync, watch } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   AppendResult,
@@ -42,13 +42,23 @@ interface PendingAppend {
 }
 
 export interface SqliteEventStoreOptions {
-  /** How often a caught-up subscription looks for events written by other processes. */
+  /**
+   * How often a caught-up subscription looks for events written by other processes, when no
+   * change of the file's WAL woke it before (see `watchWal`).
+   */
   pollIntervalMs?: number;
+  /**
+   * Watch the WAL file (inotify on Linux) and wake the subscriptions as soon as another connection
+   * commits, instead of at the next poll. Default true for a file; the poll stays as the fallback.
+   */
+  watchWal?: boolean;
   /** Largest number of appends committed in one transaction. */
   maxBatch?: number;
 }
 
 const PAGE = 512;
+/** Quiet looks for another connection's commit after a change of the WAL file (`lookForOtherCommits`). */
+const WAL_QUIET_LOOKS = 6;
 /** Events this process committed last, kept for its own subscriptions (at most this many, and bytes). */
 const RECENT_EVENTS = 4096;
 const RECENT_BYTES = 16 * 1024 * 1024;
@@ -205,7 +215,8 @@ class StreamTails {
  * prepared share one transaction (group commit); each caller still gets its own result or
  * conflict. Several processes may open the same file: positions come from one
  * AUTOINCREMENT key assigned under SQLite's single writer lock, so commit order is position
- * order, and caught-up subscriptions poll for positions written elsewhere.
+ * order, and caught-up subscriptions learn of positions written elsewhere from a watch of the
+ * WAL file (`watchWal`), or by polling.
  */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
@@ -223,6 +234,15 @@ export class SqliteEventStore implements EventStore {
   private readonly tails = new StreamTails();
   /** Rows written by the transaction being committed (kept in memory once it has). */
   private written: EventRow[] = [];
+  /** The WAL file's watcher (null: not watched, undefined: not started yet). */
+  private walWatcher: FSWatcher | null | undefined;
+  /** `lookForOtherCommits`: a look scheduled for this turn, the next one after a backoff, and how many looks in a row found nothing. */
+  private walLookSoon = false;
+  private walLookLater: ReturnType<typeof setTimeout> | undefined;
+  private walQuietLooks = 0;
+  private wakes = 0;
+  /** `PRAGMA data_version` when last looked at: it changes when another connection commits. */
+  private dataVersion = 0;
 
   constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
     if (file !== ':memory:') {
@@ -251,6 +271,62 @@ export class SqliteEventStore implements EventStore {
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.maxBatch = options.maxBatch ?? 1000;
     this.stmt = this.prepare();
+    this.dataVersion = this.stmt.dataVersion.get()!;
+    if (file === ':memory:' || options.watchWal === false) this.walWatcher = null;
+    else this.watchWal();
+  }
+
+  /**
+   * Wakes the caught-up subscriptions when another connection (another instance on this file, or
+   * this process's read models) commits: the WAL file changes, and `data_version` tells another
+   * connection's commit from this one's own. Without a watcher (no WAL file yet, a filesystem
+   * that does not report changes) the subscriptions poll every `pollIntervalMs`.
+   */
+  private watchWal(): void {
+    if (this.walWatcher !== undefined || this.closed) return;
+    try {
+      this.walWatcher = watch(`${this.file}-wal`, { persistent: false }, () => this.walChanged());
+      this.walWatcher.on('error', () => {
+        this.walWatcher?.close();
+        this.walWatcher = null;
+      });
+    } catch {
+      // No WAL file yet: tried again after this process's next commit creates it.
+      this.walWatcher = undefined;
+    }
+  }
+
+  private walChanged(): void {
+    // Writes are landing: look at once (the backoff starts over), once per turn of the event loop.
+    this.walQuietLooks = 0;
+    if (this.walLookSoon || this.closed) return;
+    this.walLookSoon = true;
+    clearTimeout(this.walLookLater);
+    setImmediate(() => {
+      this.walLookSoon = false;
+      this.lookForOtherCommits();
+    });
+  }
+
+  /**
+   * A writer's frames reach the WAL before its commit is visible (the WAL's fsync, then the index
+   * in shared memory, which reports no change), so one look is not enough: after a change of the
+   * WAL it looks again after 1, 2, 4… ms, starting over at each new change or newly visible
+   * commit, until about 120 ms pass quietly; a commit slower than that to become visible is left
+   * to the poll.
+   */
+  private lookForOtherCommits(): void {
+    if (this.closed) return;
+    const version = this.stmt.dataVersion.get()!;
+    if (version !== this.dataVersion) {
+      this.dataVersion = version;
+      this.walQuietLooks = 0;
+      this.wake();
+    } else if (++this.walQuietLooks > WAL_QUIET_LOOKS) {
+      return;
+    }
+    clearTimeout(this.walLookLater);
+    this.walLookLater = setTimeout(() => this.lookForOtherCommits(), 2 ** this.walQuietLooks).unref();
   }
 
   private prepare() {
@@ -278,6 +354,7 @@ export class SqliteEventStore implements EventStore {
         'SELECT max(position) AS position FROM events',
       ),
       deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
+      dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(),
       catchUp: this.db
         .prepare<[number, number], CatchUpRow>(
           'SELECT position, type, stream_id, revision, event_id, data, metadata, recorded_at FROM events WHERE position > ? ORDER BY position ASC LIMIT ?',
@@ -384,6 +461,7 @@ export class SqliteEventStore implements EventStore {
         for (const listener of this.commitListeners) listener(commit);
       }
     }
+    if (this.walWatcher === undefined) this.watchWal();
     this.wake();
   }
 
@@ -504,13 +582,22 @@ export class SqliteEventStore implements EventStore {
     return subscription;
   }
 
-  /** Registers a one-shot waker called after the next local commit. */
+  /** Registers a one-shot waker called after the next commit seen here (this process's, or another connection's through the WAL's watch). */
   onNextCommit(waker: () => void): () => void {
     this.wakers.add(waker);
     return () => this.wakers.delete(waker);
   }
 
+  /**
+   * Counts the wakes: a subscription that notes it before reading a page and finds it moved when
+   * it is about to wait has missed a wake while it was busy, and reads again instead.
+   */
+  get commitsSeen(): number {
+    return this.wakes;
+  }
+
   private wake(): void {
+    this.wakes++;
     const wakers = [...this.wakers];
     this.wakers.clear();
     for (const waker of wakers) waker();
@@ -543,6 +630,8 @@ export class SqliteEventStore implements EventStore {
     if (this.queue.length > 0) this.flush();
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     this.closed = true;
+    this.walWatcher?.close();
+    clearTimeout(this.walLookLater);
     this.wake();
     this.db.close();
   }
@@ -581,6 +670,7 @@ class SqliteSubscription implements Subscription {
     const prefixes = this.options.streamPrefixes;
     try {
       while (!this.stopped && !this.store.isClosed) {
+        const seen = this.store.commitsSeen;
         const page = this.store.nextPage(this.checkpoint, PAGE);
         for (const event of page) {
           if (this.stopped) return;
@@ -597,14 +687,15 @@ class SqliteSubscription implements Subscription {
           caughtUp = true;
           this.options.onCaughtUp?.();
         }
-        await this.idle();
+        // A commit while the page's handlers ran woke nobody: read again at once.
+        if (this.store.commitsSeen === seen) await this.idle();
       }
     } catch (error) {
       if (!this.stopped && !this.store.isClosed) this.options.onError?.(error as Error);
     }
   }
 
-  /** Waits for a local commit, or for the poll interval (commits by other processes). */
+  /** Waits for the next commit seen here, or for the poll interval (commits by other processes when the WAL is not watched). */
   private idle(): Promise<void> {
     return new Promise<void>((resolve) => {
       const finish = () => {
