@@ -70,7 +70,8 @@ export interface WorkflowContext {
    * died, its lease lapsed), `fn` runs again in the decision that replaces it, so it runs at least
    * once. A step that throws rejects with {@link TaskFailedError}: at once, or with `retry`, once
    * its attempts are spent (they run in this decision, with the policy's backoff between them;
-   * `NonRetryableError` and `RetryableError` mean what they mean in a task). While steps run, the
+   * `NonRetryableError` and `RetryableError` mean what they mean in a task; `timeout` bounds each
+   * attempt, aborting the `signal` that `fn` gets). While steps run, the
    * worker's heartbeats keep the decision's lease. The result must be JSON (`undefined` becomes
    * `null`). Steps that run at once (`Promise.all`) run in parallel, and each is handed back in the
    * order it was called. Use `run` for work that should survive the worker or be shared by others.
@@ -599,7 +600,6 @@ export class WorkflowReplay {
 
 const OUTCOMES = new Set(['TaskCompleted', 'TaskFailed', 'ChildWorkflowCompleted', 'ChildWorkflowFailed', 'TimerFired', 'WorkflowEventReceived']);
 
-/** The wait after a step's failed `attempt`: the error's own `retryAfterMs`, else the policy's backoff (as for tasks). */
 /** One attempt of a step: its function, raced against its timeout when it has one. */
 async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
   const abort = new AbortController();
@@ -620,6 +620,7 @@ async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
   }
 }
 
+/** The wait after a step's failed `attempt`: the error's own `retryAfterMs`, else the policy's backoff (as for tasks). */
 function stepRetryDelay(policy: RetryPolicyMs, attempt: number, error: Error): number {
   if (error instanceof RetryableError && error.retryAfterMs !== undefined) return Math.max(0, error.retryAfterMs);
   return backoffDelay(policy, attempt);
