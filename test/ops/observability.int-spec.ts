@@ -163,3 +163,44 @@ describe('metrics behind METRICS_TOKEN, and tracing on', () => {
     expect(body.data).toEqual({ __typename: 'Query' });
   });
 });
+
+describe('the request log at LOG_LEVEL=warn', () => {
+  let service: Service;
+
+  beforeAll(async () => {
+    service = await startService({ env: { LOG_LEVEL: 'warn' } });
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  const post = (requestId: string, query: string, variables?: unknown) =>
+    fetch(`${service.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}`, 'x-request-id': requestId },
+      body: JSON.stringify({ query, variables }),
+    });
+  const linesOf = (requestId: string) =>
+    service
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; req?: { id: string }; res?: { statusCode: number }; msg: string })
+      .filter((l) => l.req?.id === requestId);
+
+  it('writes no line for a request that succeeded, and a warning for one that was refused', async () => {
+    // Below the level, pino-http is told 'silent' and builds neither the line nor its child logger.
+    const succeeded = unique('ok');
+    const ok = await post(succeeded, DISPATCH, { input: { appId: 'demo', environment: unique('quiet'), name: 'Noop', input: '[]' } });
+    expect(ok.status).toBe(200);
+    const refused = unique('refused');
+    const bad = await post(refused, '{ noSuchField }');
+    expect(bad.status).toBe(400);
+
+    const lines = await waitFor(() => (linesOf(refused).length > 0 ? linesOf(refused) : null), { description: "the refused request's log line" });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 40, msg: 'request completed', res: { statusCode: 400 } });
+    // Written in order: the successful request's line would be in the output by now.
+    expect(linesOf(succeeded)).toEqual([]);
+  });
+});
