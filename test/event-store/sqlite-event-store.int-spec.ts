@@ -190,6 +190,27 @@ describe('SqliteEventStore, embedded only', () => {
     }
   });
 
+  it('opens a new file while another process holds its lock (two instances starting at once), waiting instead of failing', async () => {
+    // The other process is writing the new file (a write lock, BEGIN IMMEDIATE) for 500 ms.
+    // Switching to WAL needs the write lock too, and SQLite answers SQLITE_BUSY at once rather
+    // than wait in its busy handler (a reader asking to write while another writer waits could
+    // deadlock): opening the store used to fail with "database is locked", as one of two
+    // instances started together on a new file did now and then.
+    const fresh = join(dir, `starting-${randomUUID()}.db`);
+    const holder = startChild(fresh, 'hold', '500', 'immediate');
+    await waitFor(() => holder.lines.some((line) => line.ready), { timeoutMs: 10_000, description: 'the other process to hold the lock' });
+
+    const opened = new SqliteEventStore(fresh);
+    try {
+      expect(await holder.exitCode).toBe(0);
+      const streamId = `${category('starting')}-1`;
+      await opened.append(streamId, [newEvent()], 'no_stream');
+      expect(await opened.readStream(streamId)).toHaveLength(1);
+    } finally {
+      await opened.close();
+    }
+  });
+
   describe('group commit', () => {
     it('gives each of 50 concurrent appenders its own result', async () => {
       const streams = Array.from({ length: 50 }, () => `${category('group')}-1`);

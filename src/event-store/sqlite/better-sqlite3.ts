@@ -14,3 +14,26 @@ const Database: typeof BetterSqlite3 = require(major >= 22 ? 'better-sqlite3' : 
 
 export default Database;
 export type SqliteDatabase = BetterSqlite3.Database;
+
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Runs the statements that open a database file (switching it to WAL, creating tables), again
+ * while SQLite answers SQLITE_BUSY without waiting. When two processes open one file at once
+ * (two instances starting together), each may hold a read lock and ask to write; SQLite then
+ * refuses one of them at once instead of calling its busy handler, which could deadlock, and the
+ * instance used to fail to start with "database is locked". Retries after 5, 10, 20… ms (at most
+ * 200) for up to `timeoutMs`, blocking: it runs while the process starts.
+ */
+export function openingStatements<T>(run: () => T, timeoutMs = 10_000): T {
+  const deadline = Date.now() + timeoutMs;
+  for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
+    try {
+      return run();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || Date.now() + pause > deadline) throw error;
+      Atomics.wait(PAUSE, 0, 0, pause);
+    }
+  }
+}

@@ -1,4 +1,4 @@
-import Database, { type SqliteDatabase } from './better-sqlite3.js';
+import Database, { type SqliteDatabase, openingStatements } from './better-sqlite3.js';
 import { type FSWatcher, chmodSync, closeSync, existsSync, mkdirSync, openSync, watch } from 'node:fs';
 import { dirname } from 'node:path';
 import {
@@ -251,11 +251,11 @@ export class SqliteEventStore implements EventStore {
       if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
     }
     this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('busy_timeout = 10000');
+    openingStatements(() => this.db.pragma('journal_mode = WAL'));
     if (file !== ':memory:') restrictToOwner(file);
     this.db.pragma('synchronous = FULL');
-    this.db.pragma('busy_timeout = 10000');
-    this.db.exec(`
+    openingStatements(() => this.db.exec(`
       CREATE TABLE IF NOT EXISTS events (
         position    INTEGER PRIMARY KEY AUTOINCREMENT,
         stream_id   TEXT    NOT NULL,
@@ -267,7 +267,7 @@ export class SqliteEventStore implements EventStore {
         recorded_at INTEGER NOT NULL,
         UNIQUE (stream_id, revision)
       );
-    `);
+    `));
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.maxBatch = options.maxBatch ?? 1000;
     this.stmt = this.prepare();
