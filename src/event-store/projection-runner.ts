@@ -7,6 +7,7 @@ import { DurableProjection, EventRegistry, PROJECTION_TYPES, READ_MODEL_TYPES, t
 import { READ_MODEL_DB, ReadModelDb } from './read-model-db.js';
 import { READ_MODELS_CHECKPOINT, ReadModelFolder } from './read-model-folder.js';
 import { notePosition } from './request-position.js';
+import { openingStatements } from './sqlite/better-sqlite3.js';
 
 export { READ_MODELS_CHECKPOINT };
 /** Largest batch folded in one transaction while live. */
@@ -98,7 +99,9 @@ export class ProjectionRunner implements OnApplicationShutdown {
     const started = Date.now();
     const cpu = process.cpuUsage();
     const { loadables, durables } = this.discover();
-    for (const projection of durables) projection.migrate();
+    // Instances starting together on one file create the same tables: a refusal without waiting
+    // is tried again (migrations are idempotent).
+    for (const projection of durables) openingStatements(() => projection.migrate());
     this.folder = new ReadModelFolder(this.rm, this.registry, this.durable);
 
     this.startedFrom = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
