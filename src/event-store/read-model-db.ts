@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import Database, { openingStatements } from './sqlite/better-sqlite3.js';
+import { openWalDatabase, openingStatements } from './sqlite/better-sqlite3.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -18,12 +18,9 @@ export class ReadModelDb {
 
   constructor(readonly file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('busy_timeout = 10000');
-    openingStatements(() => this.db.pragma('journal_mode = WAL'));
     // The log is the source of truth: a read model lost in a power cut is rebuilt from its
     // checkpoint, so its commits need not wait for the disk.
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openWalDatabase(file, 'NORMAL');
     openingStatements(() => this.db.exec(`CREATE TABLE IF NOT EXISTS rm_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)`));
     this.getCheckpoint = this.db.prepare('SELECT position FROM rm_checkpoints WHERE name = ?');
     this.putCheckpoint = this.db.prepare(

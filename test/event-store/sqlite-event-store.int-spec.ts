@@ -197,7 +197,7 @@ describe('SqliteEventStore, embedded only', () => {
     // deadlock): opening the store used to fail with "database is locked", as one of two
     // instances started together on a new file did now and then.
     const fresh = join(dir, `starting-${randomUUID()}.db`);
-    const holder = startChild(fresh, 'hold', '500', 'immediate');
+    const holder = startChild(fresh, 'hold', '500');
     await waitFor(() => holder.lines.some((line) => line.ready), { timeoutMs: 10_000, description: 'the other process to hold the lock' });
 
     const opened = new SqliteEventStore(fresh);

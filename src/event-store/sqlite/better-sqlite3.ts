@@ -18,6 +18,18 @@ export type SqliteDatabase = BetterSqlite3.Database;
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 /**
+ * Opens a database file in WAL mode with a 10 s busy timeout, the way the store and the
+ * read-model database both do (the switch to WAL through `openingStatements`).
+ */
+export function openWalDatabase(file: string, synchronous: 'FULL' | 'NORMAL'): BetterSqlite3.Database {
+  const db = new Database(file);
+  db.pragma('busy_timeout = 10000');
+  openingStatements(() => db.pragma('journal_mode = WAL'));
+  db.pragma(`synchronous = ${synchronous}`);
+  return db;
+}
+
+/**
  * Runs the statements that open a database file (switching it to WAL, creating tables), again
  * while SQLite answers SQLITE_BUSY without waiting. When two processes open one file at once
  * (two instances starting together), each may hold a read lock and ask to write; SQLite then

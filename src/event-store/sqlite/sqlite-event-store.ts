@@ -1,4 +1,4 @@
-import Database, { type SqliteDatabase, openingStatements } from './better-sqlite3.js';
+import { type SqliteDatabase, openWalDatabase, openingStatements } from './better-sqlite3.js';
 import { type FSWatcher, chmodSync, closeSync, existsSync, mkdirSync, openSync, watch } from 'node:fs';
 import { dirname } from 'node:path';
 import {
@@ -250,11 +250,8 @@ export class SqliteEventStore implements EventStore {
       // Owner-only from the first byte: SQLite gives the -wal and -shm files the mode of the database file.
       if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
     }
-    this.db = new Database(file);
-    this.db.pragma('busy_timeout = 10000');
-    openingStatements(() => this.db.pragma('journal_mode = WAL'));
+    this.db = openWalDatabase(file, 'FULL');
     if (file !== ':memory:') restrictToOwner(file);
-    this.db.pragma('synchronous = FULL');
     openingStatements(() => this.db.exec(`
       CREATE TABLE IF NOT EXISTS events (
         position    INTEGER PRIMARY KEY AUTOINCREMENT,
