@@ -4,7 +4,21 @@ import { Client } from './client.js';
 import { type TaskDefinition, type WorkflowDefinition, resolveRetryPolicy } from './definitions.js';
 import { toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError } from './errors.js';
-import { DECISION_HISTORY, HEARTBEAT, type HistoryEvent, POLL_WORK, REPORT_WORK, type WireDecisionReport, type WireTaskReport, type RetryPolicyMs, type WireWorkItem } from '../protocol/index.js';
+import {
+  DECISION_HISTORY,
+  HEARTBEAT,
+  type HistoryEvent,
+  type Json,
+  POLL_WORK,
+  REPORT_WORK,
+  type RetryPolicyMs,
+  type WireDecided,
+  type WireDecisionReport,
+  type WireNextDecision,
+  type WireTaskReport,
+  type WireWorkItem,
+  parseRef,
+} from '../protocol/index.js';
 import { WorkflowReplay } from './workflow-context.js';
 
 export interface WorkerOptions {
@@ -60,11 +74,28 @@ export interface WorkerOptions {
    * @default true
    */
   eagerDispatch?: boolean;
+  /**
+   * When a task of a workflow this worker holds succeeds and the workflow waits on nothing else,
+   * make the decision that follows right away and report it with the task's result: the service
+   * records both in one append when nothing else happened to the workflow meanwhile (else the
+   * decision is made as usual). One round trip and one append fewer per sequential task. Needs
+   * `eagerDispatch`.
+   * @default true
+   */
+  decideAfterTasks?: boolean;
   /** Where the worker logs (default: console). */
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
 }
 
 type WorkItem = WireWorkItem;
+/** A workflow run held between decisions (sticky execution), with the last decision this worker made on it. */
+interface HeldRun {
+  replay: WorkflowReplay;
+  runFrom: number;
+  decisionId: string;
+  /** The definition's `Name_vN`. */
+  version: string;
+}
 type DecisionReport = WireDecisionReport;
 type TaskReport = WireTaskReport;
 
@@ -96,7 +127,12 @@ export class Worker {
   /** Leases of the outcomes waiting to be reported: a report is retried for as long as one holds. */
   private reportLeases: number[] = [];
   /** Workflow runs held between decisions, least recently used first. */
-  private readonly runs = new Map<string, { replay: WorkflowReplay; runFrom: number }>();
+  private readonly runs = new Map<string, HeldRun>();
+  /** Runs whose next decision was sent with a task's result, by the task's ref, until the answer says whether it was recorded. */
+  private readonly sentDecisions = new Map<string, { workflowId: string; run: HeldRun }>();
+  /** Next decisions the service did not record, in a row; past a few, the worker stops making them for a while. */
+  private refusedInARow = 0;
+  private decideAfterTasksFrom = 0;
   private flushing: Promise<void> | undefined;
   /** Decisions being made now, by ref, with their decision ids (heartbeated like task attempts). */
   private readonly deciding = new Map<string, string>();
@@ -213,8 +249,9 @@ export class Worker {
       const holds = run !== undefined && run.runFrom === runFrom && run.replay.nextRevision >= (item.historyFrom ?? 0) && !run.replay.isFinished;
       if (!holds) {
         if ((item.historyFrom ?? 0) !== runFrom) history = await this.wholeRun(item);
-        run = { replay: new WorkflowReplay(definition, workflowId, JSON.parse(item.input)), runFrom };
+        run = { replay: new WorkflowReplay(definition, workflowId, JSON.parse(item.input)), runFrom, decisionId: item.decisionId!, version: definition.name };
       }
+      run!.decisionId = item.decisionId!;
       this.deciding.set(item.ref, item.decisionId!);
       const commands = await run!.replay.feed(history).finally(() => this.deciding.delete(item.ref));
       report.commands = JSON.stringify(commands);
@@ -241,7 +278,7 @@ export class Worker {
     return JSON.parse(decisionHistory) as HistoryEvent[];
   }
 
-  private hold(workflowId: string, run: { replay: WorkflowReplay; runFrom: number }): void {
+  private hold(workflowId: string, run: HeldRun): void {
     this.runs.set(workflowId, run);
     const max = this.options.maxCachedWorkflows ?? 1000;
     for (const key of this.runs.keys()) {
@@ -289,11 +326,58 @@ export class Worker {
       };
     } finally {
       clearTimeout(timer);
-      this.running.delete(item.ref);
     }
+    // The attempt stays in `running` (heartbeated) while the decision after it is made.
+    if (report.result !== undefined) await this.decideAfter(item, report).catch((error: Error) => this.logger.warn(`[baton worker] next decision for ${item.workflowId} not made: ${error.message}`));
+    this.running.delete(item.ref);
     this.taskReports.push(report);
     this.reportLeases.push(Date.parse(item.leaseExpiresAt));
     await this.scheduleFlush();
+  }
+
+  /**
+   * After a task of a held run succeeded: when the run waits on that task alone, make the decision
+   * that follows and put it in the task's report (`next`). The run leaves the cache until the
+   * answer says whether the service recorded that decision (see `settleDecided`).
+   */
+  private async decideAfter(item: WorkItem, report: TaskReport): Promise<void> {
+    if (this.options.eagerDispatch === false || this.options.decideAfterTasks === false || this.stopping.signal.aborted || Date.now() < this.decideAfterTasksFrom) return;
+    const ref = parseRef(item.ref);
+    if (ref?.kind !== 'workflowTask') return;
+    const run = this.runs.get(ref.workflowId);
+    if (!run || !run.replay.waitsOnlyOnTask(ref.seq)) return;
+    this.runs.delete(ref.workflowId);
+    const startedAt = Date.now();
+    const commands = await run.replay.decideAfterTask(ref.seq, JSON.parse(report.result!) as Json, startedAt);
+    const next: WireNextDecision = { basisDecisionId: run.decisionId, version: run.version, startedAt: new Date(startedAt).toISOString(), commands: JSON.stringify(commands) };
+    const queries = run.replay.answerQueries();
+    if (queries !== null) next.queries = queries;
+    report.next = next;
+    this.sentDecisions.set(item.ref, { workflowId: ref.workflowId, run });
+  }
+
+  /** What became of the next decisions sent with task results: a recorded one's run is held again, from after it. */
+  private settleDecided(tasks: TaskReport[], decided: WireDecided[] | null | undefined): void {
+    const recorded = new Map((decided ?? []).map((d) => [d.ref, d]));
+    for (const task of tasks) {
+      const sent = task.next && this.sentDecisions.get(task.ref);
+      if (!sent) continue;
+      this.sentDecisions.delete(task.ref);
+      const d = recorded.get(task.ref);
+      if (!d) {
+        // Something else happened to the workflow meanwhile: the decision is made as usual, from its history.
+        if (++this.refusedInARow >= 8) {
+          this.refusedInARow = 0;
+          this.decideAfterTasksFrom = Date.now() + 30_000;
+        }
+        continue;
+      }
+      this.refusedInARow = 0;
+      sent.run.decisionId = d.decisionId;
+      sent.run.replay.resumeAt(d.revision + 1);
+      // A run decided elsewhere meanwhile (its answer came first) is newer than this one: keep that.
+      if (!sent.run.replay.isFinished && !this.runs.has(sent.workflowId)) this.hold(sent.workflowId, sent.run);
+    }
   }
 
   /** Outcomes that finish in the same tick go to the server in one request. */
@@ -319,9 +403,10 @@ export class Worker {
     const claim = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && free > 0 ? { ...this.registration, maxItems: free } : null;
     for (let attempt = 0; ; attempt++) {
       try {
-        const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[] } }>(REPORT_WORK, {
+        const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[]; decided?: WireDecided[] } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },
         });
+        this.settleDecided(tasks, reportWork.decided);
         for (const r of reportWork.rejected) {
           this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);
           // A run held past a decision the server did not record (its steps ran, their outcomes
@@ -342,6 +427,7 @@ export class Worker {
         if (Date.now() + delay > until) {
           this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes before their leases ended: ${(error as Error).message}`);
           for (const d of decisions) this.runs.delete(d.ref.slice(3));
+          this.settleDecided(tasks, []);
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, delay));

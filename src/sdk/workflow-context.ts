@@ -241,6 +241,53 @@ export class WorkflowReplay {
     return JSON.stringify(answers);
   }
 
+  /**
+   * True when the code, as of its last decision, waits on the task of call `seq` and on nothing
+   * else (no other task, timer, child, event wait, step or running handler): that task's result is
+   * then all the next decision can see, unless an event arrives meanwhile, and the worker may make
+   * that decision itself right away (`decideAfterTask`).
+   * @internal
+   */
+  waitsOnlyOnTask(seq: number): boolean {
+    return (
+      this.started &&
+      !this.finished &&
+      this.awaiting.size === 1 &&
+      this.awaiting.has(seq) &&
+      this.timers.size === 0 &&
+      this.waiters.length === 0 &&
+      this.steps.length === 0 &&
+      this.handling.size === 0 &&
+      this.unseen.length === 0
+    );
+  }
+
+  /**
+   * Makes the decision that the task of call `seq` succeeding with `result` leads to, at the
+   * clock `startedAt`, before the service has recorded either: as if the history went on with the
+   * last decision's completion, the result, and a new decision. The worker sends the commands
+   * with the result; if the service records them, the replay goes on from the revision it
+   * answers (`resumeAt`); if not, the replay is dropped (it no longer matches the history).
+   * @internal
+   */
+  decideAfterTask(seq: number, result: Json, startedAt: number): Promise<Command[]> {
+    const at = this.next;
+    return this.feed([
+      { revision: at, type: 'DecisionCompleted', data: { commands: [...this.buffer] } },
+      { revision: at + 1, type: 'TaskCompleted', data: { seq, result } },
+      { revision: at + 2, type: 'DecisionStarted', data: { startedAt: new Date(startedAt).toISOString() } },
+    ]);
+  }
+
+  /**
+   * The service recorded the decision made by `decideAfterTask` with its `DecisionStarted` at
+   * `revision - 1`: the history fed next starts at `revision`.
+   * @internal
+   */
+  resumeAt(revision: number): void {
+    this.next = revision;
+  }
+
   /** Replays the history given to the constructor and returns the commands of the current (last) decision. */
   execute(): Promise<Command[]> {
     return this.feed(this.history);

@@ -752,3 +752,111 @@ describe('ctx.step (inline steps recorded with the decision)', () => {
     await expect(new WorkflowReplay(renamed, WF, [], sim.history()).execute()).rejects.toBeInstanceOf(NonDeterminismError);
   });
 });
+
+describe('a decision made right after a task, before the service records either (decideAfterTask)', () => {
+  const chain = defineWorkflow('Chain', async (ctx, n: number) => {
+    const seen: unknown[] = [];
+    for (let i = 0; i < n; i++) {
+      const value = await ctx.run(keep, i);
+      const doubled = await ctx.step('double', () => (value as number) * 2);
+      seen.push([value, doubled, ctx.now().getTime() - T0]);
+    }
+    return seen;
+  });
+
+  /** The worker's side: one held replay; each task result either goes with a next decision or the usual way. */
+  class Worker extends Simulation {
+    held: WorkflowReplay | undefined;
+    lastDecision = '';
+    private made = 0;
+
+    override replay(code: WorkflowDefinition = this.workflow): Promise<Command[]> {
+      this.held ??= new WorkflowReplay(code, this.workflowId, this.input);
+      return this.held.feed(this.history().slice(this.held.nextRevision));
+    }
+
+    override async decide(advanceMs = 0): Promise<Command[]> {
+      const commands = await super.decide(advanceMs);
+      this.lastDecision = `d${this.events.filter((e) => e.type === 'DecisionStarted').length}`;
+      return commands;
+    }
+
+    /** Task `seq` succeeds with `result`; the worker decides at once and reports both. */
+    async completeWithNext(seq: number, result: unknown, advanceMs: number): Promise<{ commands: Command[]; recorded: boolean }> {
+      this.now += advanceMs;
+      expect(this.held!.waitsOnlyOnTask(seq)).toBe(true);
+      const commands = await this.held!.decideAfterTask(seq, result as never, this.now);
+      const attemptId = `n${++this.made}`;
+      this.apply({ type: 'StartTask', seq, attemptId, workerId: 'w', now: this.now, leaseMs: 10_000, retryPolicy: POLICY, timeoutMs: null });
+      const decisionId = `next-${this.made}`;
+      const events = this.apply({
+        type: 'CompleteTaskAndDecide',
+        seq,
+        attemptId,
+        result: result as never,
+        next: { basisDecisionId: this.lastDecision, decisionId, workerId: 'w', version: this.workflow.name, now: this.now, leaseMs: 10_000, commands: JSON.parse(JSON.stringify(commands)), ids: {} },
+      });
+      const recorded = events.some((e) => e.type === 'DecisionStarted');
+      if (recorded) {
+        this.held!.resumeAt(this.events.findIndex((e) => e.type === 'DecisionStarted' && e.data.decisionId === decisionId) + 1);
+        this.lastDecision = decisionId;
+      } else {
+        this.held = undefined; // no longer matches the history: the next decision replays it afresh
+      }
+      return { commands, recorded };
+    }
+  }
+
+  it('makes the commands the usual decision would, and the history it leaves replays cleanly, full or sticky', async () => {
+    const usual = new Simulation(chain, [3]);
+    const expected: Command[][] = [await usual.decide()];
+    for (let i = 0; i < 3; i++) {
+      usual.completeTask(i * 2, i + 10);
+      expected.push(await usual.decide(7));
+    }
+    const worker = new Worker(chain, [3]);
+    const made: Command[][] = [await worker.decide()];
+    for (let i = 0; i < 3; i++) {
+      const { commands, recorded } = await worker.completeWithNext(i * 2, i + 10, 7);
+      expect(recorded).toBe(true);
+      made.push(commands);
+    }
+    expect(made).toEqual(expected);
+    expect(made.at(-1)![1]).toMatchObject({ type: 'CompleteWorkflow', result: [[10, 20, 7], [11, 22, 14], [12, 24, 21]] });
+    expect(worker.events.filter((e) => e.type === 'DecisionStarted')).toHaveLength(4);
+    await expect(new WorkflowReplay(chain, WF, [3], worker.history()).execute()).resolves.toEqual([]);
+  });
+
+  it('goes on sticky after a recorded next decision, and replays afresh after one that was not', async () => {
+    const worker = new Worker(chain, [3]);
+    await worker.decide();
+    expect((await worker.completeWithNext(0, 10, 5)).recorded).toBe(true);
+    // Task 2's result comes the usual way, with an event the code has not seen before it.
+    worker.completeTask(2, 11);
+    worker.send('noise');
+    const third = await worker.decide(5);
+    expect(third).toEqual([expect.objectContaining({ type: 'RecordStep', seq: 3, result: 22 }), { type: 'ScheduleTask', seq: 4, name: 'keep', args: [2] }]);
+    // Next decision refused: an event arrived after the basis decision.
+    worker.send('late');
+    const refused = await worker.completeWithNext(4, 12, 5);
+    expect(refused.recorded).toBe(false);
+    const last = await worker.decide(5);
+    expect(last.at(-1)).toMatchObject({ type: 'CompleteWorkflow', result: [[10, 20, 5], [11, 22, 10], [12, 24, 20]] });
+    await expect(new WorkflowReplay(chain, WF, [3], worker.history()).execute()).resolves.toEqual([]);
+  });
+
+  it('is offered only while the code waits on that one task', async () => {
+    const pair = defineWorkflow('Pair', async (ctx) => Promise.all([ctx.run(keep, 1), ctx.run(keep, 2)]));
+    const racing = defineWorkflow('Racing', async (ctx) => Promise.race([ctx.run(keep, 1), ctx.sleep(1000)]));
+    const waiting = defineWorkflow('Waiting', async (ctx) => Promise.race([ctx.run(keep, 1), ctx.waitForEvent('go')]));
+    for (const workflow of [pair, racing, waiting]) {
+      const sim = new Worker(workflow);
+      await sim.decide();
+      expect(sim.held!.waitsOnlyOnTask(0)).toBe(false);
+    }
+    const single = new Worker(greet, ['ada']);
+    await single.decide();
+    expect(single.held!.waitsOnlyOnTask(0)).toBe(true);
+    expect(single.held!.waitsOnlyOnTask(1)).toBe(false);
+  });
+});

@@ -11,16 +11,18 @@ import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
-import { ExistingWorkflow, FINAL_STATUSES, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
 import {
+  DecidedWork,
   DecisionHistoryInput,
   DecisionReportInput,
   HeartbeatInput,
   HeartbeatResult,
+  NextDecisionInput,
   PollWorkInput,
   ReportRejection,
   ReportWorkInput,
@@ -177,20 +179,24 @@ export class EngineService {
     }
   }
 
-  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions = {}): Promise<WorkItem> {
+  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions = {}): Promise<WorkItem | null> {
     const workflowId = ref.slice(3);
     const decisionId = uuidv7();
     const now = this.clock.now();
+    // An opportunistic claim (eager) often finds nothing pending, e.g. behind a task result that
+    // carried its next decision: it then decides nothing rather than build an error.
+    const ifPending = options.opportunistic === true;
     const result = await this.write(
       `workflow-${workflowId}`,
       workflowDecider,
       (state) => {
         inScope(state, input, ref);
-        return { type: 'StartDecision' as const, decisionId, workerId: input.workerId, workflows: input.workflows, now, leaseMs: this.config.leaseMs };
+        return { type: 'StartDecision' as const, decisionId, workerId: input.workerId, workflows: input.workflows, now, leaseMs: this.config.leaseMs, ifPending };
       },
       workerContext(input),
       options,
     );
+    if (result.events.length === 0) return null;
     const before = result.before as ExistingWorkflow;
     const after = result.state as ExistingWorkflow;
     const started = result.events[0].data as WorkflowEventData['DecisionStarted'];
@@ -333,19 +339,20 @@ export class EngineService {
    * right behind the outcome on the same stream, so both go in one append, and the worker gets the
    * items in the answer instead of a poll round trip later.
    */
-  async report(input: ReportWorkInput): Promise<{ accepted: number; rejected: ReportRejection[]; items: WorkItem[] }> {
+  async report(input: ReportWorkInput): Promise<{ accepted: number; rejected: ReportRejection[]; items: WorkItem[]; decided: DecidedWork[] }> {
     const context = workerContext(input);
     const eager = this.eagerClaims(input);
+    const decided: DecidedWork[] = [];
     const settling = [
       ...(input.decisions ?? []).map((d) => this.settle(d.ref, () => this.reportDecision(context, d, eager))),
-      ...(input.tasks ?? []).map((t) => this.settle(t.ref, () => this.reportTask(context, t, eager))),
+      ...(input.tasks ?? []).map((t) => this.settle(t.ref, () => this.reportTask(context, t, eager, input.workerId, decided))),
     ];
     // Decisions are claimed after every result of this report is queued: results that arrive together make one decision.
     eager?.flush();
     const outcomes = await Promise.all(settling);
     const rejected = outcomes.filter((o): o is ReportRejection => o !== null);
     const items = (await Promise.all(eager?.claims ?? [])).filter((i): i is WorkItem => i !== null);
-    return { accepted: outcomes.length - rejected.length, rejected, items };
+    return { accepted: outcomes.length - rejected.length, rejected, items, decided };
   }
 
   private eagerClaims(input: ReportWorkInput): EagerClaims | undefined {
@@ -411,7 +418,7 @@ export class EngineService {
     await completed;
   }
 
-  private async reportTask(context: CommandContext, report: TaskReportInput, eager?: EagerClaims): Promise<void> {
+  private async reportTask(context: CommandContext, report: TaskReportInput, eager: EagerClaims | undefined, workerId: string, decided: DecidedWork[]): Promise<void> {
     const parsed = parseRef(report.ref);
     const now = this.clock.now();
     let outcome: { kind: 'ok'; result: Json } | { kind: 'error'; error: TaskError } | { kind: 'released' };
@@ -432,6 +439,7 @@ export class EngineService {
     }
     if (parsed?.kind === 'workflowTask') {
       const seq = parsed.seq;
+      const next = outcome.kind === 'ok' && report.next ? this.nextDecision(parsed.workflowId, report.next, workerId, now) : undefined;
       const reported = this.write(
         `workflow-${parsed.workflowId}`,
         workflowDecider,
@@ -439,16 +447,28 @@ export class EngineService {
           context,
           parsed.workflowId,
           outcome.kind === 'ok'
-            ? { type: 'CompleteTask', seq, attemptId: report.attemptId, result: outcome.result }
+            ? next
+              ? { type: 'CompleteTaskAndDecide', seq, attemptId: report.attemptId, result: outcome.result, next }
+              : { type: 'CompleteTask', seq, attemptId: report.attemptId, result: outcome.result }
             : outcome.kind === 'released'
               ? { type: 'ReleaseTask', seq, attemptId: report.attemptId, now }
               : { type: 'FailTask', seq, attemptId: report.attemptId, error: outcome.error, now },
         ),
         context,
       );
-      // The decision this result makes pending, claimed in the same append when this worker serves the workflow.
+      // The tasks the worker's next decision schedules, claimed in the same append when it serves them
+      // (a claim finds nothing to take when the decision was not recorded).
+      for (const c of next?.commands ?? []) {
+        if (c.type === 'ScheduleTask' && eager?.serves(c.name)) eager.take({ ref: formatRef({ kind: 'workflowTask', workflowId: parsed.workflowId, seq: c.seq }), kind: 'task' });
+      }
+      // The decision this result makes pending, claimed in the same append when this worker serves the
+      // workflow (nothing to claim when the worker's next decision was recorded with the result).
       if (outcome.kind !== 'released') eager?.take({ ref: `wf:${parsed.workflowId}`, kind: 'decision' });
-      await reported;
+      const result = await reported;
+      const recorded = next && result.state.status !== 'none' ? result.state.lastDecision : null;
+      if (next && recorded?.id === next.decisionId && result.events.some((e) => e.type === 'DecisionStarted')) {
+        decided.push({ ref: report.ref, workflowId: parsed.workflowId, decisionId: next.decisionId, revision: Number(recorded.revision) });
+      }
     } else if (parsed?.kind === 'task') {
       await this.write(
         `task-${parsed.taskId}`,
@@ -467,6 +487,23 @@ export class EngineService {
     } else {
       throw new BadUserInputError('tasks.ref', `not a task ref: ${report.ref}`);
     }
+  }
+
+  /**
+   * The next decision a task report carries, as the decider takes it; undefined when its clock is
+   * too far from this server's (the result is then recorded alone). Its shape was screened with
+   * the report (`screenReport`).
+   */
+  private nextDecision(workflowId: string, input: NextDecisionInput, workerId: string, now: number): NextDecision | undefined {
+    const at = Date.parse(input.startedAt);
+    if (!(Math.abs(at - now) <= NEXT_DECISION_CLOCK_SKEW_MS)) return undefined;
+    const commands = parseCommands(input.commands);
+    const ids: Record<number, string> = {};
+    for (const c of commands) {
+      if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask' || c.type === 'CreateSchedule') ids[c.seq] = callId(workflowId, c.seq);
+    }
+    const queries = input.queries ? (parseJson('tasks.next.queries', input.queries) as Record<string, Json>) : undefined;
+    return { basisDecisionId: input.basisDecisionId, decisionId: uuidv7(), workerId, version: input.version, now: at, leaseMs: this.config.leaseMs, commands, ids, queries };
   }
 
   async heartbeat(input: HeartbeatInput): Promise<HeartbeatResult[]> {
@@ -514,6 +551,9 @@ export class EngineService {
     }
   }
 }
+
+/** How far a worker's next decision's clock may be from this server's (see `nextDecision`). */
+export const NEXT_DECISION_CLOCK_SKEW_MS = 2000;
 
 /** Runs up to this many events (and bytes of history) go whole with every decision (see claimDecision). */
 const SMALL_RUN_EVENTS = 100n;
@@ -568,25 +608,25 @@ function parseJson(field: string, raw: string): Json {
 const COMMAND_TYPES = new Set<string>(DECISION_COMMAND_TYPES);
 
 /** Checks the shape of the commands a worker reports; the decider checks what they mean. */
-export function parseCommands(raw: string | null | undefined): DecisionCommand[] {
-  const value = parseJson('decisions.commands', raw ?? '[]');
-  if (!Array.isArray(value)) throw new BadUserInputError('decisions.commands', 'must be a JSON array');
+export function parseCommands(raw: string | null | undefined, field = 'decisions.commands'): DecisionCommand[] {
+  const value = parseJson(field, raw ?? '[]');
+  if (!Array.isArray(value)) throw new BadUserInputError(field, 'must be a JSON array');
   return value.map((c, i) => {
     if (typeof c !== 'object' || c === null || Array.isArray(c) || typeof c.type !== 'string' || !COMMAND_TYPES.has(c.type)) {
-      throw new BadUserInputError('decisions.commands', `command ${i} has no known type`);
+      throw new BadUserInputError(field, `command ${i} has no known type`);
     }
     const needsSeq = c.type !== 'CompleteWorkflow' && c.type !== 'FailWorkflow';
     if (needsSeq && (typeof c.seq !== 'number' || !Number.isInteger(c.seq) || c.seq < 0)) {
-      throw new BadUserInputError('decisions.commands', `command ${i} (${c.type}) needs a whole-number seq`);
+      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a whole-number seq`);
     }
     if ((c.type === 'ScheduleTask' || c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') && (typeof c.name !== 'string' || !Array.isArray(c.args))) {
-      throw new BadUserInputError('decisions.commands', `command ${i} (${c.type}) needs a name and args`);
+      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a name and args`);
     }
     if (c.type === 'ContinueAsNew' && (!Array.isArray(c.args) || typeof c.at !== 'string' || Number.isNaN(Date.parse(c.at)))) {
-      throw new BadUserInputError('decisions.commands', `command ${i} (ContinueAsNew) needs args and an ISO at`);
+      throw new BadUserInputError(field, `command ${i} (ContinueAsNew) needs args and an ISO at`);
     }
     if (c.type === 'StartTimer' && (typeof c.fireAt !== 'string' || Number.isNaN(Date.parse(c.fireAt)))) {
-      throw new BadUserInputError('decisions.commands', `command ${i} (StartTimer) needs an ISO fireAt`);
+      throw new BadUserInputError(field, `command ${i} (StartTimer) needs an ISO fireAt`);
     }
     return c as unknown as DecisionCommand;
   });

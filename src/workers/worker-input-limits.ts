@@ -1,5 +1,6 @@
 import { BadUserInputError, BatonError } from '../shared/errors.js';
 import { InputLimits, MAX_NAME_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
+import { parseCommands } from './engine.service.js';
 import type { DecisionReportInput, HeartbeatInput, ReportRejection, ReportWorkInput, TaskReportInput } from './worker-protocol.types.js';
 
 /**
@@ -29,7 +30,7 @@ export function screenReport(input: ReportWorkInput, limits: InputLimits): { inp
   const screened = {
     ...input,
     decisions: input.decisions ? keep(decisions, (d) => checkDecision(d, limits)) : input.decisions,
-    tasks: input.tasks ? keep(tasks, (t) => checkTask(t, limits)) : input.tasks,
+    tasks: input.tasks ? keep(tasks, (t) => checkTask(t, limits)).map((t) => screenNext(t, limits, rejected)) : input.tasks,
   } as ReportWorkInput;
   return { input: screened, rejected };
 }
@@ -44,10 +45,31 @@ function checkTask(report: TaskReportInput, limits: InputLimits): void {
   if (!report.error && report.result != null) parseLimitedJson('tasks.result', report.result, limits);
 }
 
-function checkDecision(report: DecisionReportInput, limits: InputLimits): void {
-  if (report.queries != null) parseLimitedJson('decisions.queries', report.queries, limits, 'object');
+/**
+ * A task report's next decision, checked as a decision report is. A bad one is dropped and
+ * rejected on its own (`BAD_USER_INPUT`, under the task's ref, with a `tasks.next.*` field): the
+ * task's result is still recorded, and the decision is then claimed and made as usual.
+ */
+function screenNext(report: TaskReportInput, limits: InputLimits, rejected: ReportRejection[]): TaskReportInput {
+  const next = report.next;
+  if (!next) return report;
+  try {
+    if (report.error || report.released) throw new BadUserInputError('tasks.next', 'goes only with a result');
+    if (Number.isNaN(Date.parse(next.startedAt))) throw new BadUserInputError('tasks.next.startedAt', 'must be an ISO 8601 date');
+    checkDecision({ ref: report.ref, decisionId: next.basisDecisionId, commands: next.commands, queries: next.queries }, limits, 'tasks.next');
+    parseCommands(next.commands, 'tasks.next.commands');
+    return report;
+  } catch (error) {
+    if (!(error instanceof BatonError)) throw error;
+    rejected.push({ ref: report.ref, code: error.code, message: `next decision not recorded (the result is): ${error.message}` });
+    return { ...report, next: null };
+  }
+}
+
+function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions'): void {
+  if (report.queries != null) parseLimitedJson(`${prefix}.queries`, report.queries, limits, 'object');
   if (report.failureCode || report.commands == null) return;
-  const field = 'decisions.commands';
+  const field = `${prefix}.commands`;
   // One decision may start many tasks: its own byte and length limits, the others as for any value.
   const decisionLimits = { ...limits, payloadBytes: limits.decisionBytes, arrayLength: Math.max(limits.arrayLength, limits.decisionCommands) };
   const commands = parseLimitedJson(field, report.commands, decisionLimits, 'array') as unknown[];

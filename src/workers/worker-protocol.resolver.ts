@@ -73,7 +73,7 @@ export class WorkerProtocolResolver {
     this.registry.seen(input);
     const screened = screenReport(input, this.limits);
     const result = await this.engine.report(screened.input);
-    return { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected], items: result.items };
+    return { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected], items: result.items, decided: result.decided };
   }
 
   @Requires('worker')

@@ -240,6 +240,36 @@ export class DecisionReportInput {
   historyPosition?: number | null;
 }
 
+@InputType({
+  description:
+    "A decision the reporting worker made right after this task succeeded, on the workflow run it held since its own decision `basisDecisionId`. Recorded in the result's append when nothing else happened to the workflow since (answered in `decided`); otherwise ignored, and the decision is claimed and made as usual.",
+})
+export class NextDecisionInput {
+  @Field(() => ID, { description: 'The decision the worker\'s run stood at: the workflow\'s last decision, made and reported by this worker.' })
+  @IsString()
+  @MaxLength(MAX_REF_LENGTH)
+  basisDecisionId: string;
+
+  @Field({ description: 'The `Name_vN` version the worker ran (the workflow\'s own).' })
+  @IsString()
+  @MaxLength(256)
+  version: string;
+
+  @Field({ description: 'The decision\'s clock as the workflow code saw it (`ctx.now()`), ISO 8601; ignored when it is more than 2 s from the server\'s clock.' })
+  @IsString()
+  @MaxLength(40)
+  startedAt: string;
+
+  @Field({ description: 'Commands as a JSON array, as in a decision report.' })
+  @IsString()
+  commands: string;
+
+  @Field(() => String, { nullable: true, description: 'Query answers as a JSON object, as in a decision report.' })
+  @IsOptional()
+  @IsString()
+  queries?: string | null;
+}
+
 @InputType({ description: 'The outcome of a task attempt: its result, or its error.' })
 export class TaskReportInput {
   @Field({ description: 'The `ref` of the TASK item.' })
@@ -267,6 +297,12 @@ export class TaskReportInput {
   @ValidateNested()
   @Type(() => TaskErrorInput)
   error?: TaskErrorInput | null;
+
+  @Field(() => NextDecisionInput, { nullable: true, description: 'With a result: the decision it makes pending, made already by this worker (see NextDecisionInput).' })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => NextDecisionInput)
+  next?: NextDecisionInput | null;
 }
 
 @InputType({ description: 'Outcomes of several work items at once.' })
@@ -311,6 +347,18 @@ export class ReportRejection {
   message: string;
 }
 
+@ObjectType({ description: 'A next decision recorded together with its task\'s result.' })
+export class DecidedWork {
+  @Field({ description: 'The `ref` of the TASK item whose report carried it.' })
+  ref: string;
+  @Field(() => ID, { description: 'The workflow.' })
+  workflowId: string;
+  @Field(() => ID, { description: 'The id it was recorded under.' })
+  decisionId: string;
+  @Field(() => Int, { description: 'Revision of its DecisionStarted: a worker holding the run continues after it.' })
+  revision: number;
+}
+
 @ObjectType({ description: 'What reportWork applied.' })
 export class ReportWorkResult {
   @Field(() => Int, { description: 'How many outcomes were recorded.' })
@@ -319,6 +367,8 @@ export class ReportWorkResult {
   rejected: ReportRejection[];
   @Field(() => [WorkItem], { description: 'Work claimed for the reporting worker in the same step (see `claim`), under a lease, like pollWork items.' })
   items: WorkItem[];
+  @Field(() => [DecidedWork], { description: 'The next decisions (`tasks.next`) recorded with their task results; one not listed was not recorded.' })
+  decided: DecidedWork[];
 }
 
 @InputType({ description: 'A running attempt the worker still holds.' })

@@ -758,3 +758,78 @@ describe('pickVersion', () => {
     expect(baseName('My_vacation')).toBe('My_vacation');
   });
 });
+
+describe('CompleteTaskAndDecide (a worker\'s next decision, reported with the task result it follows)', () => {
+  // d1 scheduled task 0; worker w1 ran it (attempt a1) and made the next decision itself.
+  const running = [dispatched, decisionStarted('d1'), decisionCompleted('d1', [{ type: 'ScheduleTask', seq: 0, name: 'sendEmail', args: [0] }]), taskScheduled(0), taskStarted(0, 1, 'a1', 10)];
+  const next = (overrides: Record<string, unknown> = {}) => ({
+    basisDecisionId: 'd1',
+    decisionId: 'd2',
+    workerId: 'w1',
+    version: 'Onboarding',
+    now: T0 + 20,
+    leaseMs: LEASE,
+    commands: [{ type: 'ScheduleTask', seq: 1, name: 'sendEmail', args: [1] }] as DecisionCommand[],
+    ids: {},
+    ...overrides,
+  });
+  const report = (overrides: Record<string, unknown> = {}): WorkflowCommand => ({ type: 'CompleteTaskAndDecide', seq: 0, attemptId: 'a1', result: 'sent', next: next(overrides) });
+  const resultAlone: WorkflowEvent[] = [{ type: 'TaskCompleted', data: { seq: 0, attemptId: 'a1', result: 'sent' } }];
+
+  it('records the result, the decision (at the worker\'s clock) and its commands in one decision when nothing else happened since the basis', () => {
+    spec
+      .given(running)
+      .when(report())
+      .then([
+        ...resultAlone,
+        { type: 'DecisionStarted', data: { decisionId: 'd2', workerId: 'w1', version: 'Onboarding', startedAt: at(20), leaseExpiresAt: at(20 + LEASE) } },
+        { type: 'DecisionCompleted', data: { decisionId: 'd2', commands: next().commands } },
+        taskScheduled(1),
+      ]);
+    spec.given(running).when(report()).thenState((state) => {
+      expect(state.status === 'running' && state.needsDecision).toBe(false);
+      expect(state.status === 'running' && state.completedDecisionId).toBe('d2');
+      expect(decisionClaimable(state, T0 + 30)).toBe(false);
+    });
+  });
+
+  it('records the result alone when the code has not seen something that happened since (an event), so the decision is made as usual', () => {
+    const event: WorkflowEvent = { type: 'WorkflowEventReceived', data: { name: 'cancel', data: [] } };
+    spec.given([...running, event]).when(report()).then(resultAlone);
+    spec.given([...running, event]).when(report()).thenState((state) => expect(decisionClaimable(state, T0 + 30)).toBe(true));
+  });
+
+  it('records the result alone when the basis is not the last decision, was made by another worker, is not completed, or the version differs', () => {
+    spec.given(running).when(report({ basisDecisionId: 'd0' })).then(resultAlone);
+    spec.given(running).when(report({ workerId: 'w2' })).then(resultAlone);
+    spec.given(running).when(report({ version: 'Onboarding_v2' })).then(resultAlone);
+    // d2 (made for an event) is still in progress: no decision may be recorded over it.
+    const inProgress = [...running, { type: 'WorkflowEventReceived', data: { name: 'cancel', data: [] } } as WorkflowEvent, decisionStarted('d2', 15)];
+    spec.given(inProgress).when(report({ basisDecisionId: 'd2', decisionId: 'd3' })).then(resultAlone);
+  });
+
+  it('records the result alone when the decider refuses the commands (a call of an earlier run), and nothing for a repeated or stale report', () => {
+    const continued: WorkflowEvent = {
+      type: 'WorkflowContinuedAsNew',
+      data: { ...(dispatched.data as never as object), run: 2, seqBase: 5, version: 'Onboarding' } as never,
+    };
+    const secondRun = [continued, decisionStarted('d1'), decisionCompleted('d1', [{ type: 'ScheduleTask', seq: 5, name: 'sendEmail', args: [5] }]), taskScheduled(5), taskStarted(5, 1, 'a1', 10)];
+    spec
+      .given(secondRun)
+      .when({ type: 'CompleteTaskAndDecide', seq: 5, attemptId: 'a1', result: 'sent', next: next({ commands: [{ type: 'ScheduleTask', seq: 1, name: 'x', args: [] }] }) })
+      .then([{ type: 'TaskCompleted', data: { seq: 5, attemptId: 'a1', result: 'sent' } }]);
+    spec.given([...running, ...resultAlone]).when(report()).thenNothingHappens();
+    spec.given(running).when({ ...report(), attemptId: 'a0' } as WorkflowCommand).thenMatches([{ type: 'TaskResultIgnored' }]);
+  });
+
+  it('leaves an opportunistic claim behind it nothing to claim, without an error (StartDecision ifPending)', () => {
+    const events = workflowDecider.decide(report(), spec.given(running).state());
+    const claim: WorkflowCommand = { type: 'StartDecision', decisionId: 'd3', workerId: 'w1', workflows: ['Onboarding'], now: T0 + 30, leaseMs: LEASE };
+    spec.given([...running, ...events]).when({ ...claim, ifPending: true } as WorkflowCommand).thenNothingHappens();
+    spec.given([...running, ...events]).when(claim).thenThrows(ConflictError, 'no decision is pending');
+  });
+
+  it('records no decision for a paused workflow (the result still counts)', () => {
+    spec.given([...running, { type: 'WorkflowPaused', data: {} }]).when(report()).then(resultAlone);
+  });
+});

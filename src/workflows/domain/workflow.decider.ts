@@ -1,6 +1,6 @@
 import { Map as IMap, Set as ISet } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
-import { BadUserInputError, ConflictError, NotFoundError } from '../../shared/errors.js';
+import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
 import {
   AttemptEvent,
@@ -178,7 +178,16 @@ export type WorkflowCommand =
   | { type: 'ResumeWorkflow' }
   | { type: 'TerminateWorkflow'; reason: string | null }
   | { type: 'DeliverEvent'; name: string; data: Json[]; causeId?: string }
-  | { type: 'StartDecision'; decisionId: string; workerId: string; workflows: string[]; now: number; leaseMs: number }
+  | {
+      type: 'StartDecision';
+      decisionId: string;
+      workerId: string;
+      workflows: string[];
+      now: number;
+      leaseMs: number;
+      /** No decision pending decides nothing instead of refusing (an opportunistic claim: no error to build). */
+      ifPending?: boolean;
+    }
   | {
       type: 'CompleteDecision';
       decisionId: string;
@@ -209,6 +218,12 @@ export type WorkflowCommand =
   /** From the worker running decision `decisionId`: it is still at it (inline steps). */
   | { type: 'HeartbeatDecision'; decisionId: string; now: number; leaseMs: number }
   | { type: 'CompleteTask'; seq: number; attemptId: string; result: Json }
+  /**
+   * A task's result and the decision it makes pending, already made by the worker that reported
+   * the result (it held the run): recorded together when nothing else happened to the workflow
+   * since `next.basisDecisionId`, else the result alone (see `decideNext`).
+   */
+  | { type: 'CompleteTaskAndDecide'; seq: number; attemptId: string; result: Json; next: NextDecision }
   | { type: 'FailTask'; seq: number; attemptId: string; error: TaskError; now: number }
   | { type: 'ReleaseTask'; seq: number; attemptId: string; now: number }
   | { type: 'ResolveChild'; seq: number; childId: string; outcome: { ok: true; result: Json } | { ok: false; error: TaskError } }
@@ -217,6 +232,23 @@ export type WorkflowCommand =
   | { type: 'RetryWorkflow'; resetTasks: number[]; now: number };
 
 const MAX_DECISION_RETRY_MS = 60_000;
+
+/** A decision a worker made on its own right after a task's result (`CompleteTaskAndDecide`). */
+export interface NextDecision {
+  /** The decision the worker's run stood at: it must be the last one, made by the same worker, and completed. */
+  basisDecisionId: string;
+  /** The id this decision is recorded under (the server's). */
+  decisionId: string;
+  workerId: string;
+  /** The `Name_vN` the worker ran: the workflow's own version. */
+  version: string;
+  /** The decision's clock, as the worker's code saw it (`ctx.now()`); the engine bounds it. */
+  now: number;
+  leaseMs: number;
+  commands: DecisionCommand[];
+  ids: Record<number, string>;
+  queries?: Record<string, Json>;
+}
 
 /** The version of `name` a worker serving `offered` runs: `Name_vN` with the highest N, or `Name`. */
 export function pickVersion(name: string, offered: string[]): string | null {
@@ -272,7 +304,10 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return [{ type: 'WorkflowEventReceived', data: command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId } }];
 
       case 'StartDecision': {
-        if (!decisionClaimable(state, command.now)) throw new ConflictError('no decision is pending for this workflow');
+        if (!decisionClaimable(state, command.now)) {
+          if (command.ifPending) return [];
+          throw new ConflictError('no decision is pending for this workflow');
+        }
         const version = state.version ?? pickVersion(state.name, command.workflows);
         if (version === null || !command.workflows.includes(version)) {
           throw new ConflictError(`worker does not serve workflow ${state.version ?? state.name}`);
@@ -365,6 +400,10 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return withSeq(decideHeartbeat(taskOf(state, command.seq).attempt, command, command.seq));
       case 'CompleteTask':
         return withSeq(decideComplete(taskOf(state, command.seq).attempt, command, command.seq));
+      case 'CompleteTaskAndDecide': {
+        const completed = withSeq(decideComplete(taskOf(state, command.seq).attempt, command, command.seq));
+        return completed.length === 1 && completed[0].type === 'TaskCompleted' ? [...completed, ...decideNext(state, completed[0], command.next)] : completed;
+      }
       case 'FailTask':
         return withSeq(decideFail(taskOf(state, command.seq).attempt, command, command.seq));
       case 'ReleaseTask':
@@ -608,6 +647,34 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
 function withoutStepOutcomes(commands: DecisionCommand[]): DecisionCommand[] {
   if (!commands.some((c) => c.type === 'RecordStep')) return commands;
   return commands.map((c) => (c.type === 'RecordStep' ? { type: c.type, seq: c.seq, name: c.name } : c));
+}
+
+/**
+ * The decision a worker made right after a task's result, on the run as it held it: recorded
+ * (DecisionStarted and DecisionCompleted, in the same append as the result) only when that run is
+ * still the whole truth: its last decision is the basis, made by this worker and completed, and
+ * nothing the code has not seen happened since (no event, timer, child or other task outcome).
+ * Anything else, and commands the decider refuses, leave the result alone: the decision is then
+ * claimed and made as usual. Never throws.
+ */
+function decideNext(state: ExistingWorkflow, completed: WorkflowEvent, next: NextDecision): WorkflowEvent[] {
+  const basis = state.lastDecision;
+  if (state.status !== 'running' || state.needsDecision || state.decision !== null) return [];
+  if (basis?.id !== next.basisDecisionId || basis.workerId !== next.workerId || state.completedDecisionId !== next.basisDecisionId) return [];
+  if (state.version !== next.version) return [];
+  try {
+    const afterResult = workflowDecider.evolve(state, completed);
+    const started = workflowDecider.decide(
+      { type: 'StartDecision', decisionId: next.decisionId, workerId: next.workerId, workflows: [next.version], now: next.now, leaseMs: next.leaseMs },
+      afterResult,
+    );
+    const afterStart = started.reduce((s, e) => workflowDecider.evolve(s, e), afterResult);
+    const decided = workflowDecider.decide({ type: 'CompleteDecision', decisionId: next.decisionId, commands: next.commands, ids: next.ids, queries: next.queries }, afterStart);
+    return [...started, ...decided];
+  } catch (error) {
+    if (error instanceof BatonError) return [];
+    throw error;
+  }
 }
 
 function idFor(ids: Record<number, string>, seq: number): string {
