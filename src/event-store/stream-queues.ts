@@ -19,7 +19,7 @@ export interface CommandContext {
 }
 
 export interface RunResult<E, S> {
-  /** What this command decided (empty when it changed nothing). */
+  /** What this command decided (empty when it changed nothing), each with the revision it was appended at. */
   events: E[];
   /** State after this command's events (and those of the commands decided before it in its batch). */
   state: S;
@@ -209,12 +209,14 @@ export class StreamQueues {
           causationId: job.context.causationId ?? job.context.correlationId,
           at: new Date(now).toISOString(),
         };
-        events.forEach((event, i) => {
+        const appended = events.map((event, i) => {
           revision = nextRevision(revision);
-          state = job.decider.evolve(state, { ...event, revision });
+          const withRevision = { ...event, revision };
+          state = job.decider.evolve(state, withRevision);
           toAppend.push({ id: job.options.eventId?.(event, i) ?? uuidv7(now), type: event.type, data: event.data, metadata });
+          return withRevision;
         });
-        outcomes.push({ job, events, before, after: state });
+        outcomes.push({ job, events: appended, before, after: state });
       }
       // A refusal, or a command that changes nothing, may come from state another instance has
       // moved on since: look once (one read of what follows the cached revision) before answering.

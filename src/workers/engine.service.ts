@@ -465,10 +465,8 @@ export class EngineService {
       // workflow (nothing to claim when the worker's next decision was recorded with the result).
       if (outcome.kind !== 'released') eager?.take({ ref: `wf:${parsed.workflowId}`, kind: 'decision' });
       const result = await reported;
-      const recorded = next && result.state.status !== 'none' ? result.state.lastDecision : null;
-      if (next && recorded?.id === next.decisionId && result.events.some((e) => e.type === 'DecisionStarted')) {
-        decided.push({ ref: report.ref, workflowId: parsed.workflowId, decisionId: next.decisionId, revision: Number(recorded.revision) });
-      }
+      const started = next && result.events.find((e) => e.type === 'DecisionStarted' && e.data.decisionId === next.decisionId);
+      if (started && started.revision !== undefined) decided.push({ ref: report.ref, workflowId: parsed.workflowId, decisionId: next!.decisionId, revision: Number(started.revision) });
     } else if (parsed?.kind === 'task') {
       await this.write(
         `task-${parsed.taskId}`,

@@ -96,6 +96,18 @@ describe('a next decision reported with a task result', () => {
     expect((await api.workflow(id))?.output).toBe('"done"');
   });
 
+  it('is answered as recorded when it continues the workflow as new (its revision is the DecisionStarted\'s)', async () => {
+    const { id, name, decision, task } = await firstTask();
+    const answer = await report('w1', name, {
+      tasks: [{ ref: task.ref, attemptId: task.attemptId, result: '1', next: next(decision.decisionId!, name, [{ type: 'ContinueAsNew', seq: 1, args: [2], at: new Date().toISOString() }]) }],
+    });
+    expect(answer.decided).toHaveLength(1);
+    const history = await api.history(id);
+    const started = history.find((e) => e.type === 'DecisionStarted' && JSON.parse(e.data).decisionId === answer.decided[0].decisionId);
+    expect(started?.revision).toBe(answer.decided[0].revision);
+    expect(history.map((e) => e.type)).toContain('WorkflowContinuedAsNew');
+  });
+
   it('is not recorded when an event arrived after its basis: the result is, and the decision is claimed as usual with the event in it', async () => {
     const { id, name, decision, task } = await firstTask();
     await api.act('send', { id }, { name: 'late', data: '[]' });
