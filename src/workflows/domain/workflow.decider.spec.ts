@@ -799,10 +799,12 @@ describe('CompleteTaskAndDecide (a worker\'s next decision, reported with the ta
     spec.given([...running, event]).when(report()).thenState((state) => expect(decisionClaimable(state, T0 + 30)).toBe(true));
   });
 
-  it('records the result alone when the basis is not the last decision, was made by another worker, is not completed, or the version differs', () => {
+  it('records the result alone when the basis is not the last decision, was made by another worker, is not completed, the version differs, or the clock is before the basis decision\'s', () => {
     spec.given(running).when(report({ basisDecisionId: 'd0' })).then(resultAlone);
     spec.given(running).when(report({ workerId: 'w2' })).then(resultAlone);
     spec.given(running).when(report({ version: 'Onboarding_v2' })).then(resultAlone);
+    // A clock before the basis decision's (ctx.now() would run backwards).
+    spec.given(running).when(report({ now: T0 - 1 })).then(resultAlone);
     // d2 (made for an event) is still in progress: no decision may be recorded over it.
     const inProgress = [...running, { type: 'WorkflowEventReceived', data: { name: 'cancel', data: [] } } as WorkflowEvent, decisionStarted('d2', 15)];
     spec.given(inProgress).when(report({ basisDecisionId: 'd2', decisionId: 'd3' })).then(resultAlone);

@@ -135,7 +135,7 @@ export type WorkflowState =
       needsDecision: boolean;
       decision: { id: string; workerId: string; leaseExpiresAt: number } | null;
       /** The newest decision started, and where: a worker that holds the run up to there gets only what followed. */
-      lastDecision: { id: string; workerId: string; revision: bigint } | null;
+      lastDecision: { id: string; workerId: string; revision: bigint; startedAt: number } | null;
       /** The decision whose report was applied last (a repeat of that report is acknowledged, not refused). */
       completedDecisionId: string | null;
       decisionFailures: number;
@@ -464,7 +464,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           version: state.version ?? event.data.version,
           needsDecision: false,
           decision: { id: event.data.decisionId, workerId: event.data.workerId, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) },
-          lastDecision: { id: event.data.decisionId, workerId: event.data.workerId, revision: event.revision ?? -1n },
+          lastDecision: { id: event.data.decisionId, workerId: event.data.workerId, revision: event.revision ?? -1n, startedAt: Date.parse(event.data.startedAt) },
         };
       case 'DecisionCompleted':
         return { ...state, decision: null, decisionFailures: 0, completedDecisionId: event.data.decisionId };
@@ -653,7 +653,8 @@ function withoutStepOutcomes(commands: DecisionCommand[]): DecisionCommand[] {
  * The decision a worker made right after a task's result, on the run as it held it: recorded
  * (DecisionStarted and DecisionCompleted, in the same append as the result) only when that run is
  * still the whole truth: its last decision is the basis, made by this worker and completed, and
- * nothing the code has not seen happened since (no event, timer, child or other task outcome).
+ * nothing the code has not seen happened since (no event, timer, child or other task outcome);
+ * and its clock is not before the basis decision's.
  * Anything else, and commands the decider refuses, leave the result alone: the decision is then
  * claimed and made as usual. Never throws.
  */
@@ -661,6 +662,8 @@ function decideNext(state: ExistingWorkflow, completed: WorkflowEvent, next: Nex
   const basis = state.lastDecision;
   if (state.status !== 'running' || state.needsDecision || state.decision !== null) return [];
   if (basis?.id !== next.basisDecisionId || basis.workerId !== next.workerId || state.completedDecisionId !== next.basisDecisionId) return [];
+  // The code's clock never runs backwards from one decision to the next.
+  if (next.now < basis.startedAt) return [];
   if (state.version !== next.version) return [];
   try {
     const afterResult = workflowDecider.evolve(state, completed);
