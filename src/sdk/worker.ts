@@ -347,7 +347,8 @@ export class Worker {
     const run = this.runs.get(ref.workflowId);
     if (!run || !run.replay.waitsOnlyOnTask(ref.seq)) return;
     this.runs.delete(ref.workflowId);
-    const startedAt = Date.now();
+    // The decision's clock: this machine's, never before the last decision's (the service refuses that).
+    const startedAt = Math.max(Date.now(), run.replay.decisionClock);
     const commands = await run.replay.decideAfterTask(ref.seq, JSON.parse(report.result!) as Json, startedAt);
     const next: WireNextDecision = { basisDecisionId: run.decisionId, version: run.version, startedAt: new Date(startedAt).toISOString(), commands: JSON.stringify(commands) };
     const queries = run.replay.answerQueries();

@@ -217,6 +217,11 @@ export class WorkflowReplay {
     this.rng = xoshiro128(createHash('sha256').update(`random:${workflowId}`).digest());
   }
 
+  /** The clock of the last decision fed (ms since the epoch): a next decision's may not be earlier. @internal */
+  get decisionClock(): number {
+    return this.time;
+  }
+
   /** The revision of the next history event this replay expects. */
   get nextRevision(): number {
     return this.next;
