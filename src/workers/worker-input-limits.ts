@@ -48,7 +48,7 @@ function checkTask(report: TaskReportInput, limits: InputLimits): void {
 /**
  * A task report's next decision, checked as a decision report is. A bad one is dropped and
  * rejected on its own (`BAD_USER_INPUT`, under the task's ref, with a `tasks.next.*` field): the
- * task's result is still recorded, and the decision is then claimed and made as usual.
+ * task's outcome is still recorded, and the decision is then claimed and made as usual.
  */
 function screenNext(report: TaskReportInput, limits: InputLimits, rejected: ReportRejection[]): TaskReportInput {
   const next = report.next;
@@ -61,7 +61,7 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
     return report;
   } catch (error) {
     if (!(error instanceof BatonError)) throw error;
-    rejected.push({ ref: report.ref, code: error.code, message: `next decision not recorded (the result is): ${error.message}` });
+    rejected.push({ ref: report.ref, code: error.code, message: `next decision not recorded (the task's outcome is): ${error.message}` });
     return { ...report, next: null };
   }
 }
