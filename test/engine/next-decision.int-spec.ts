@@ -212,9 +212,9 @@ describe('a next decision reported with a task result', () => {
         expect(done.result).toEqual({ sum: (n * (n - 1)) / 2, bumps: sent });
         const history = await viaB.history(id);
         expect(history.filter((e) => e.type === 'DecisionFailed')).toEqual([]);
-        // Both paths ran: decisions that went with their task's result, and the ones an event got in
-        // front of, made as usual (about 130 and 15 of 150 here, with some 45 events each; the
-        // split depends on how fast events arrive against tasks, so only both being there is checked).
+        // Both paths ran: results that carried their decision, and results an event got in front
+        // of, whose decision was made as usual (about 135 and 15 of 150 here, with some 45 events
+        // each; the split depends on how fast events arrive against tasks, so only both are checked).
         const withResult = history.filter((e, i) => e.type === 'DecisionStarted' && history[i - 1]?.type === 'TaskCompleted' && history[i - 1].metadata.at === e.metadata.at);
         expect(withResult.length).toBeGreaterThan(0);
         expect(withResult.length).toBeLessThan(n);
