@@ -10,6 +10,8 @@ import { Client, expectData, gql, unique } from '../api/api-helpers.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { APP, Engine } from './engine-helpers.js';
+import { Worker } from '../../src/sdk/index.js';
+import { add, echo, sequential } from '../support/fixtures/workflows.js';
 import { startWorker } from '../support/worker.js';
 
 const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId decisionId attemptId } }`;
@@ -178,9 +180,36 @@ describe('a next decision reported with a task result', () => {
         expect(after.type).toBe('DecisionStarted');
         expect(after.data.workerId).toBe(worker.workerId);
         expect(after.metadata.at).toBe(result.metadata.at);
+        const completed = history.find((e) => e.type === 'DecisionCompleted' && e.data.decisionId === after.data.decisionId);
+        expect(completed?.metadata.correlationId).toBe(result.metadata.correlationId);
       }
     } finally {
       await worker.stop();
+    }
+  });
+
+  it('is not made by a worker with decideAfterTasks: false (each decision is claimed after its result, as before)', async () => {
+    const quiet = { info() {}, warn() {}, error() {} };
+    const worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: 'next-off', tasks: [echo, add], workflows: [sequential], decideAfterTasks: false, logger: quiet });
+    const running = worker.run();
+    try {
+      const engine = new Engine(service, 'next-off');
+      const id = await engine.dispatch('Sequential', ['y']);
+      expect((await engine.waitForState(id)).result).toEqual(['y', 3, 'y-3']);
+      const history = await engine.history(id);
+      const completions = history.flatMap((e, i) => (e.type === 'TaskCompleted' ? [[e, history[i + 1]] as const] : []));
+      expect(completions).toHaveLength(3);
+      // The eager claim still rides on the result, but the decision's report is another request
+      // (each request has its own correlation id; a next decision shares its result's).
+      for (const [result, after] of completions) {
+        expect(after.type).toBe('DecisionStarted');
+        expect(after.metadata.correlationId).toBe(result.metadata.correlationId);
+        const completed = history.find((e) => e.type === 'DecisionCompleted' && e.data.decisionId === after.data.decisionId);
+        expect(completed?.metadata.correlationId).not.toBe(result.metadata.correlationId);
+      }
+    } finally {
+      await worker.shutdown();
+      await running;
     }
   });
 
