@@ -10,12 +10,12 @@ import { uuidv7 } from '../shared/ids.js';
 import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
-import { DECISION_COMMAND_TYPES, DecisionCommand } from '../workflows/domain/workflow-commands.js';
 import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
+import { parseCommands, parseJson } from './worker-input-limits.js';
 import {
   DecidedWork,
   DecisionHistoryInput,
@@ -495,7 +495,7 @@ export class EngineService {
   private nextDecision(workflowId: string, input: NextDecisionInput, workerId: string, now: number): NextDecision | undefined {
     const at = Date.parse(input.startedAt);
     if (!(Math.abs(at - now) <= NEXT_DECISION_CLOCK_SKEW_MS)) return undefined;
-    const commands = parseCommands(input.commands);
+    const commands = parseCommands(input.commands, 'tasks.next.commands');
     const ids: Record<number, string> = {};
     for (const c of commands) {
       if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask' || c.type === 'CreateSchedule') ids[c.seq] = callId(workflowId, c.seq);
@@ -593,39 +593,4 @@ function scoped<S extends { status: string; appId?: string; environment?: string
     inScope(state, scope, id);
     return command;
   };
-}
-
-function parseJson(field: string, raw: string): Json {
-  try {
-    return JSON.parse(raw) as Json;
-  } catch (error) {
-    throw new BadUserInputError(field, `is not valid JSON (${(error as Error).message})`);
-  }
-}
-
-const COMMAND_TYPES = new Set<string>(DECISION_COMMAND_TYPES);
-
-/** Checks the shape of the commands a worker reports; the decider checks what they mean. */
-export function parseCommands(raw: string | null | undefined, field = 'decisions.commands'): DecisionCommand[] {
-  const value = parseJson(field, raw ?? '[]');
-  if (!Array.isArray(value)) throw new BadUserInputError(field, 'must be a JSON array');
-  return value.map((c, i) => {
-    if (typeof c !== 'object' || c === null || Array.isArray(c) || typeof c.type !== 'string' || !COMMAND_TYPES.has(c.type)) {
-      throw new BadUserInputError(field, `command ${i} has no known type`);
-    }
-    const needsSeq = c.type !== 'CompleteWorkflow' && c.type !== 'FailWorkflow';
-    if (needsSeq && (typeof c.seq !== 'number' || !Number.isInteger(c.seq) || c.seq < 0)) {
-      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a whole-number seq`);
-    }
-    if ((c.type === 'ScheduleTask' || c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') && (typeof c.name !== 'string' || !Array.isArray(c.args))) {
-      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a name and args`);
-    }
-    if (c.type === 'ContinueAsNew' && (!Array.isArray(c.args) || typeof c.at !== 'string' || Number.isNaN(Date.parse(c.at)))) {
-      throw new BadUserInputError(field, `command ${i} (ContinueAsNew) needs args and an ISO at`);
-    }
-    if (c.type === 'StartTimer' && (typeof c.fireAt !== 'string' || Number.isNaN(Date.parse(c.fireAt)))) {
-      throw new BadUserInputError(field, `command ${i} (StartTimer) needs an ISO fireAt`);
-    }
-    return c as unknown as DecisionCommand;
-  });
 }

@@ -1,6 +1,7 @@
 import { BadUserInputError, BatonError } from '../shared/errors.js';
 import { InputLimits, MAX_NAME_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
-import { parseCommands } from './engine.service.js';
+import type { Json } from '../event-store/event-store.port.js';
+import { DECISION_COMMAND_TYPES, type DecisionCommand } from '../workflows/domain/workflow-commands.js';
 import type { DecisionReportInput, HeartbeatInput, ReportRejection, ReportWorkInput, TaskReportInput } from './worker-protocol.types.js';
 
 /**
@@ -56,8 +57,8 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
   try {
     if (report.error || report.released) throw new BadUserInputError('tasks.next', 'goes only with a result');
     if (Number.isNaN(Date.parse(next.startedAt))) throw new BadUserInputError('tasks.next.startedAt', 'must be an ISO 8601 date');
-    checkDecision({ ref: report.ref, decisionId: next.basisDecisionId, commands: next.commands, queries: next.queries }, limits, 'tasks.next');
-    parseCommands(next.commands, 'tasks.next.commands');
+    const commands = checkDecision({ ref: report.ref, decisionId: next.basisDecisionId, commands: next.commands, queries: next.queries }, limits, 'tasks.next');
+    commandShapes(commands, 'tasks.next.commands');
     return report;
   } catch (error) {
     if (!(error instanceof BatonError)) throw error;
@@ -66,9 +67,10 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
   }
 }
 
-function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions'): void {
+/** Checks a decision's commands and queries against the limits; answers the commands, parsed (none for a failure). */
+function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions'): unknown[] | undefined {
   if (report.queries != null) parseLimitedJson(`${prefix}.queries`, report.queries, limits, 'object');
-  if (report.failureCode || report.commands == null) return;
+  if (report.failureCode || report.commands == null) return undefined;
   const field = `${prefix}.commands`;
   // One decision may start many tasks: its own byte and length limits, the others as for any value.
   const decisionLimits = { ...limits, payloadBytes: limits.decisionBytes, arrayLength: Math.max(limits.arrayLength, limits.decisionCommands) };
@@ -145,5 +147,46 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
         break; // the engine checks types, seq numbers and timers
     }
     checkJsonValue(field, c, limits);
+  });
+  return commands;
+}
+
+/** A worker's JSON text, or BAD_USER_INPUT on `field`. */
+export function parseJson(field: string, raw: string): Json {
+  try {
+    return JSON.parse(raw) as Json;
+  } catch (error) {
+    throw new BadUserInputError(field, `is not valid JSON (${(error as Error).message})`);
+  }
+}
+
+const COMMAND_TYPES = new Set<string>(DECISION_COMMAND_TYPES);
+
+/** Parses the commands a worker reports and checks their shape (`commandShapes`). */
+export function parseCommands(raw: string | null | undefined, field = 'decisions.commands'): DecisionCommand[] {
+  return commandShapes(parseJson(field, raw ?? '[]'), field);
+}
+
+/** Checks the shape of parsed decision commands; the decider checks what they mean. */
+export function commandShapes(value: unknown, field: string): DecisionCommand[] {
+  if (!Array.isArray(value)) throw new BadUserInputError(field, 'must be a JSON array');
+  return value.map((c, i) => {
+    if (typeof c !== 'object' || c === null || Array.isArray(c) || typeof c.type !== 'string' || !COMMAND_TYPES.has(c.type)) {
+      throw new BadUserInputError(field, `command ${i} has no known type`);
+    }
+    const needsSeq = c.type !== 'CompleteWorkflow' && c.type !== 'FailWorkflow';
+    if (needsSeq && (typeof c.seq !== 'number' || !Number.isInteger(c.seq) || c.seq < 0)) {
+      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a whole-number seq`);
+    }
+    if ((c.type === 'ScheduleTask' || c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') && (typeof c.name !== 'string' || !Array.isArray(c.args))) {
+      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a name and args`);
+    }
+    if (c.type === 'ContinueAsNew' && (!Array.isArray(c.args) || typeof c.at !== 'string' || Number.isNaN(Date.parse(c.at)))) {
+      throw new BadUserInputError(field, `command ${i} (ContinueAsNew) needs args and an ISO at`);
+    }
+    if (c.type === 'StartTimer' && (typeof c.fireAt !== 'string' || Number.isNaN(Date.parse(c.fireAt)))) {
+      throw new BadUserInputError(field, `command ${i} (StartTimer) needs an ISO fireAt`);
+    }
+    return c as unknown as DecisionCommand;
   });
 }
