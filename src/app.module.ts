@@ -1,3 +1,4 @@
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloDriver, ApolloDriverConfig } from '@nestjs/apollo';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
@@ -66,7 +67,15 @@ export class AppModule {
             queryLimitsRule({ maxDepth: config.maxQueryDepth, maxCost: config.maxQueryCost, maxComplexity: config.maxQueryComplexity }),
           ],
           graphiql: false,
-          plugins: [sandboxLandingPage(), responseBudgetPlugin(config.maxResponseBytes)],
+          plugins: [
+            sandboxLandingPage(),
+            responseBudgetPlugin(config.maxResponseBytes),
+            // Apollo installs these by default. Baton sets no cache hints and is no federation
+            // subgraph, yet the cache-control plugin hooks every field of every answer, which makes
+            // Apollo wrap each resolver call (measured: docs/BENCHMARKS.md).
+            ApolloServerPluginCacheControlDisabled(),
+            ApolloServerPluginInlineTraceDisabled(),
+          ],
         }),
         WorkflowsModule,
         TasksModule,

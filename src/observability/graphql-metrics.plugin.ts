@@ -13,6 +13,15 @@ const MAX_ROOT_FIELDS = 3;
  */
 export function operationLabel(operation: OperationDefinitionNode | undefined | null): string {
   if (!operation) return 'unparsed';
+  // Apollo keeps each parsed document: the same query string brings the same node back.
+  let label = labels.get(operation);
+  if (label === undefined) labels.set(operation, (label = labelOf(operation)));
+  return label;
+}
+
+const labels = new WeakMap<OperationDefinitionNode, string>();
+
+function labelOf(operation: OperationDefinitionNode): string {
   const fields = operation.selectionSet.selections.flatMap((s) => (s.kind === Kind.FIELD ? [s.name.value] : []));
   if (fields.length === 0) return 'fragment';
   const unique = [...new Set(fields)].sort();
