@@ -213,6 +213,43 @@ describe('a next decision reported with a task result', () => {
     }
   });
 
+  it('lets a decision made at once report, and its answer come back, before the worker polls again', async () => {
+    const quiet = { info() {}, warn() {}, error() {} };
+    const worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: 'next-order', tasks: [echo, add], workflows: [sequential], logger: quiet });
+    // What the worker sends and when each answer comes back, in order (the client is the worker's own).
+    const log: Array<{ op: string; at: 'sent' | 'answered'; call: number; decisionsFor: string[] }> = [];
+    const client = (worker as unknown as { client: { request: (query: string, ...rest: unknown[]) => Promise<unknown> } }).client;
+    const request = client.request.bind(client);
+    let calls = 0;
+    client.request = async (query: string, ...rest: unknown[]) => {
+      const op = /\{ (\w+)\(/.exec(query)?.[1] ?? query;
+      const call = ++calls;
+      log.push({ op, at: 'sent', call, decisionsFor: [] });
+      const data = (await request(query, ...rest)) as { pollWork?: Item[] };
+      log.push({ op, at: 'answered', call, decisionsFor: (data.pollWork ?? []).filter((i) => i.kind === 'DECISION').map((i) => i.workflowId) });
+      return data;
+    };
+    const running = worker.run();
+    try {
+      const engine = new Engine(service, 'next-order');
+      await waitFor(() => (log.some((e) => e.op === 'pollWork') ? true : null), { timeoutMs: 10_000, description: 'the worker to poll' });
+      const id = await engine.dispatch('Sequential', ['z']);
+      expect((await engine.waitForState(id)).result).toEqual(['z', 3, 'z-3']);
+      const answer = log.findIndex((e) => e.op === 'pollWork' && e.at === 'answered' && e.decisionsFor.includes(id));
+      expect(answer).toBeGreaterThanOrEqual(0);
+      const after = log.slice(answer + 1);
+      const report = after.find((e) => e.at === 'sent');
+      expect(report?.op).toBe('reportWork');
+      const reportAnswered = after.findIndex((e) => e.call === report!.call && e.at === 'answered');
+      const nextPoll = after.findIndex((e) => e.op === 'pollWork' && e.at === 'sent');
+      expect(reportAnswered).toBeGreaterThanOrEqual(0);
+      expect(nextPoll).toBeGreaterThan(reportAnswered);
+    } finally {
+      await worker.shutdown();
+      await running;
+    }
+  });
+
   it('races with events sent through another instance on the same store: every event is seen once, every result counted', async () => {
     // A second instance on the same file; the worker polls this one, the events go through the other.
     const storeUrl = freshStoreUrl();
