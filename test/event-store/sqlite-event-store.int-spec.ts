@@ -147,6 +147,41 @@ describe('SqliteEventStore, embedded only', () => {
       }
     });
 
+    it('wakes no subscription for another connection\'s commit that adds no event (a read model\'s), and still for the next event', async () => {
+      const cat = category('noevent');
+      const watching = new SqliteEventStore(file, { pollIntervalMs: 600_000 });
+      // A read-model connection on the same file: its commits change the WAL and data_version too.
+      const readModels = new SqliteEventStore(file);
+      const rm = (readModels as unknown as { db: { exec(sql: string): void } }).db;
+      const delivered: RecordedEvent[] = [];
+      let caughtUp = false;
+      const subscription = watching.subscribe((event) => void delivered.push(event), {
+        after: await watching.headPosition(),
+        streamPrefixes: [`${cat}-`],
+        onCaughtUp: () => (caughtUp = true),
+      });
+      const reads = { n: 0 };
+      const readPage = watching.readPage.bind(watching);
+      watching.readPage = (after, limit) => (reads.n++, readPage(after, limit));
+      // The look that follows a change of the WAL records the new data_version: then it has looked.
+      const looked = () => (watching as unknown as { dataVersion: number }).dataVersion;
+      try {
+        await waitFor(() => caughtUp, { description: 'the subscription to be caught up' });
+        const before = { version: looked(), wakes: watching.commitsSeen, reads: reads.n };
+        rm.exec('CREATE TABLE IF NOT EXISTS rm_probe (n INTEGER); INSERT INTO rm_probe VALUES (1)');
+        await waitFor(() => looked() !== before.version, { timeoutMs: 10_000, description: "the watch to look after the read model's commit" });
+        expect(watching.commitsSeen).toBe(before.wakes);
+        expect(reads.n).toBe(before.reads);
+        await readModels.append(`${cat}-1`, [newEvent()]);
+        await waitFor(() => delivered.length === 1, { timeoutMs: 10_000, description: "the other connection's event, woken by the WAL's change" });
+        expect(watching.commitsSeen).toBeGreaterThan(before.wakes);
+      } finally {
+        await subscription.close();
+        await readModels.close();
+        await watching.close();
+      }
+    });
+
     it("delivers events appended here to another process's subscription", async () => {
       const cat = category('fromparent');
       const reader = startChild(file, 'subscribe', `${cat}-`, String((await store.headPosition()) ?? 'start'), '5');

@@ -243,6 +243,12 @@ export class SqliteEventStore implements EventStore {
   private wakes = 0;
   /** `PRAGMA data_version` when last looked at: it changes when another connection commits. */
   private dataVersion = 0;
+  /**
+   * The newest event position the subscriptions were woken for: this process's last commit, or
+   * the head found by a look after another connection's commit. A commit that added no event
+   * (this process's read models, in the same file) wakes nobody.
+   */
+  private wokenHead = 0;
 
   constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
     if (file !== ':memory:') {
@@ -269,14 +275,15 @@ export class SqliteEventStore implements EventStore {
     this.maxBatch = options.maxBatch ?? 1000;
     this.stmt = this.prepare();
     this.dataVersion = this.stmt.dataVersion.get()!;
+    this.wokenHead = this.stmt.maxPosition.get()?.position ?? 0;
     if (file === ':memory:' || options.watchWal === false) this.walWatcher = null;
     else this.watchWal();
   }
 
   /**
    * Wakes the caught-up subscriptions when another connection (another instance on this file, or
-   * this process's read models) commits: the WAL file changes, and `data_version` tells another
-   * connection's commit from this one's own. Without a watcher (no WAL file yet, a filesystem
+   * this process's read models) commits events: the WAL file changes, `data_version` tells another
+   * connection's commit from this one's own, and the log's head whether it added events. Without a watcher (no WAL file yet, a filesystem
    * that does not report changes) the subscriptions poll every `pollIntervalMs`.
    */
   private watchWal(): void {
@@ -318,7 +325,13 @@ export class SqliteEventStore implements EventStore {
     if (version !== this.dataVersion) {
       this.dataVersion = version;
       this.walQuietLooks = 0;
-      this.wake();
+      // Most such commits are this process's own read models: their subscriptions would each
+      // read a page of the log for nothing. One look at the head tells.
+      const head = this.stmt.maxPosition.get()?.position ?? 0;
+      if (head > this.wokenHead) {
+        this.wokenHead = head;
+        this.wake();
+      }
     } else if (++this.walQuietLooks > WAL_QUIET_LOOKS) {
       return;
     }
@@ -437,6 +450,7 @@ export class SqliteEventStore implements EventStore {
       }
       // Decoded after the commit, outside the write lock.
       for (const row of this.written) {
+        if (row.position > this.wokenHead) this.wokenHead = row.position;
         const event = toRecorded(row);
         const size = row.data.length + row.metadata.length;
         this.recent.add(event, size);
