@@ -126,17 +126,8 @@ describe('SqliteEventStore, embedded only', () => {
 
     it("wakes a subscription here as soon as another process commits (the WAL's watch), not at the next poll", async () => {
       const cat = category('walwatch');
-      // Polls once in ten minutes: only the watch of the WAL file can wake it within the deadline.
-      const watching = new SqliteEventStore(file, { pollIntervalMs: 600_000 });
-      const delivered: RecordedEvent[] = [];
-      let caughtUp = false;
-      const subscription = watching.subscribe((event) => void delivered.push(event), {
-        after: await watching.headPosition(),
-        streamPrefixes: [`${cat}-`],
-        onCaughtUp: () => (caughtUp = true),
-      });
+      const { watching, delivered, subscription } = await watchedSubscription(file, cat);
       try {
-        await waitFor(() => caughtUp, { description: 'the subscription to be caught up' });
         const writer = startChild(file, 'append', `${cat}-1`, '3', '1');
         expect(await writer.exitCode).toBe(0);
         await waitFor(() => delivered.length === 3, { timeoutMs: 10_000, description: "the child's events, woken by the WAL's change" });
@@ -149,24 +140,16 @@ describe('SqliteEventStore, embedded only', () => {
 
     it('wakes no subscription for another connection\'s commit that adds no event (a read model\'s), and still for the next event', async () => {
       const cat = category('noevent');
-      const watching = new SqliteEventStore(file, { pollIntervalMs: 600_000 });
+      const { watching, delivered, subscription } = await watchedSubscription(file, cat);
       // A read-model connection on the same file: its commits change the WAL and data_version too.
       const readModels = new SqliteEventStore(file);
       const rm = (readModels as unknown as { db: { exec(sql: string): void } }).db;
-      const delivered: RecordedEvent[] = [];
-      let caughtUp = false;
-      const subscription = watching.subscribe((event) => void delivered.push(event), {
-        after: await watching.headPosition(),
-        streamPrefixes: [`${cat}-`],
-        onCaughtUp: () => (caughtUp = true),
-      });
       const reads = { n: 0 };
       const readPage = watching.readPage.bind(watching);
       watching.readPage = (after, limit) => (reads.n++, readPage(after, limit));
       // The look that follows a change of the WAL records the new data_version: then it has looked.
       const looked = () => (watching as unknown as { dataVersion: number }).dataVersion;
       try {
-        await waitFor(() => caughtUp, { description: 'the subscription to be caught up' });
         const before = { version: looked(), wakes: watching.commitsSeen, reads: reads.n };
         rm.exec('CREATE TABLE IF NOT EXISTS rm_probe (n INTEGER); INSERT INTO rm_probe VALUES (1)');
         await waitFor(() => looked() !== before.version, { timeoutMs: 10_000, description: "the watch to look after the read model's commit" });
@@ -298,6 +281,23 @@ function startChild(...args: string[]) {
   // 'close' comes after stdout is drained, so `lines` is complete once this settles.
   const exitCode = new Promise<number | null>((resolve) => proc.on('close', (code) => resolve(code)));
   return { process: proc, lines, exitCode };
+}
+
+/**
+ * A store on `file` that polls once in ten minutes (only the watch of the WAL file can wake it
+ * within a test's deadline), with a subscription to `cat`'s streams that has caught up.
+ */
+async function watchedSubscription(file: string, cat: string) {
+  const watching = new SqliteEventStore(file, { pollIntervalMs: 600_000 });
+  const delivered: RecordedEvent[] = [];
+  let caughtUp = false;
+  const subscription = watching.subscribe((event) => void delivered.push(event), {
+    after: await watching.headPosition(),
+    streamPrefixes: [`${cat}-`],
+    onCaughtUp: () => (caughtUp = true),
+  });
+  await waitFor(() => caughtUp, { description: 'the subscription to be caught up' });
+  return { watching, delivered, subscription };
 }
 
 function category(label: string): string {
