@@ -208,12 +208,12 @@ export class Worker {
 
   /**
    * Before the next poll, lets the report of work that finished at once (a decision that waits on
-   * nothing but its history, a task that never awaits I/O) go out and come back. The service
-   * handles one request at a time: a poll sent first, or alongside, is served ahead of the report,
-   * and the report's answer carries the claim of the task the decision just scheduled (the next
-   * step of the workflow). At a low rate this took about 1.5 ms off dispatch → first task (docs/
-   * BENCHMARKS.md); at full load most work comes with reports' answers, not polls. Shutdown does
-   * not wait for it.
+   * nothing but its history, a task that never awaits I/O) go out and come back. The service runs
+   * requests on one thread, in the order they arrive: a poll sent first, or alongside, is served
+   * ahead of the report, and the report's answer carries the claim of the task the decision just
+   * scheduled (the next step of the workflow). At a low rate this took about 1.5 ms off dispatch →
+   * first task (docs/BENCHMARKS.md); at full load most work comes with reports' answers, not
+   * polls. Shutdown does not wait for it.
    */
   private async reportsFirst(): Promise<void> {
     await new Promise((resolve) => setImmediate(resolve));

@@ -283,8 +283,9 @@ export class SqliteEventStore implements EventStore {
   /**
    * Wakes the caught-up subscriptions when another connection (another instance on this file, or
    * this process's read models) commits events: the WAL file changes, `data_version` tells another
-   * connection's commit from this one's own, and the log's head whether it added events. Without a watcher (no WAL file yet, a filesystem
-   * that does not report changes) the subscriptions poll every `pollIntervalMs`.
+   * connection's commit from this one's own, and the log's head whether it added events. Without
+   * a watcher (no WAL file yet, a filesystem that does not report changes) the subscriptions poll
+   * every `pollIntervalMs`.
    */
   private watchWal(): void {
     if (this.walWatcher !== undefined || this.closed) return;
