@@ -213,21 +213,11 @@ export class Worker {
    * ahead of the report, and the report's answer carries the claim of the task the decision just
    * scheduled (the next step of the workflow). At a low rate this took about 1.5 ms off dispatch →
    * first task (docs/BENCHMARKS.md); at full load most work comes with reports' answers, not
-   * polls. Shutdown does not wait for it.
+   * polls. A report settles within its leases (`flush`), which shutdown waits for anyway.
    */
   private async reportsFirst(): Promise<void> {
     await new Promise((resolve) => setImmediate(resolve));
-    const flushing = this.flushing;
-    if (!flushing || this.stopping.signal.aborted) return;
-    await new Promise<void>((resolve) => {
-      const stop = () => resolve();
-      this.stopping.signal.addEventListener('abort', stop, { once: true });
-      const done = () => {
-        this.stopping.signal.removeEventListener('abort', stop);
-        resolve();
-      };
-      flushing.then(done, done);
-    });
+    await this.flushing?.catch(() => undefined);
   }
 
   /** What this worker serves, as polls and eager claims declare it. */

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { NewEvent, RecordedEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port.js';
+import { ReadModelDb } from '../../src/event-store/read-model-db.js';
 import { SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store.js';
 import { waitFor } from '../support/wait-for.js';
 import { eventStoreContract } from './event-store.contract.js';
@@ -141,9 +142,8 @@ describe('SqliteEventStore, embedded only', () => {
     it('wakes no subscription for another connection\'s commit that adds no event (a read model\'s), and still for the next event', async () => {
       const cat = category('noevent');
       const { watching, delivered, subscription } = await watchedSubscription(file, cat);
-      // A read-model connection on the same file: its commits change the WAL and data_version too.
-      const readModels = new SqliteEventStore(file);
-      const rm = (readModels as unknown as { db: { exec(sql: string): void } }).db;
+      // The read models' own connection to the same file: its commits change the WAL and data_version too.
+      const readModels = new ReadModelDb(file);
       const reads = { n: 0 };
       const readPage = watching.readPage.bind(watching);
       watching.readPage = (after, limit) => (reads.n++, readPage(after, limit));
@@ -151,16 +151,16 @@ describe('SqliteEventStore, embedded only', () => {
       const looked = () => (watching as unknown as { dataVersion: number }).dataVersion;
       try {
         const before = { version: looked(), wakes: watching.commitsSeen, reads: reads.n };
-        rm.exec('CREATE TABLE IF NOT EXISTS rm_probe (n INTEGER); INSERT INTO rm_probe VALUES (1)');
+        readModels.saveCheckpoint(`probe-${cat}`, 1n);
         await waitFor(() => looked() !== before.version, { timeoutMs: 10_000, description: "the watch to look after the read model's commit" });
         expect(watching.commitsSeen).toBe(before.wakes);
         expect(reads.n).toBe(before.reads);
-        await readModels.append(`${cat}-1`, [newEvent()]);
-        await waitFor(() => delivered.length === 1, { timeoutMs: 10_000, description: "the other connection's event, woken by the WAL's change" });
+        await store.append(`${cat}-1`, [newEvent()]);
+        await waitFor(() => delivered.length === 1, { timeoutMs: 10_000, description: "another connection's event, woken by the WAL's change" });
         expect(watching.commitsSeen).toBeGreaterThan(before.wakes);
       } finally {
         await subscription.close();
-        await readModels.close();
+        readModels.close();
         await watching.close();
       }
     });

@@ -450,8 +450,8 @@ export class SqliteEventStore implements EventStore {
         continue;
       }
       // Decoded after the commit, outside the write lock.
+      if (this.written.length > 0) this.wokenHead = this.written[this.written.length - 1].position;
       for (const row of this.written) {
-        if (row.position > this.wokenHead) this.wokenHead = row.position;
         const event = toRecorded(row);
         const size = row.data.length + row.metadata.length;
         this.recent.add(event, size);
