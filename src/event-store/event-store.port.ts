@@ -131,6 +131,14 @@ export interface EventStore {
    * the page reached the end of the log.
    */
   readCatchUp?(after: bigint | undefined, maxCount: number, wanted: CatchUpFilter): CatchUpPage;
+  /**
+   * A bulk read of whole streams for rebuilding in-memory state (synchronous, the embedded store
+   * only): calls `visit` with every event of these streams at or before position `upTo`, one
+   * stream after another (in no set order), each stream in revision order. Rows are read as they
+   * are visited, so memory holds one event at a time; data and metadata are parsed when first
+   * read. `visit` must not call the store.
+   */
+  replayStreams?(streamIds: readonly string[], upTo: bigint, visit: (event: RecordedEvent) => void): void;
 }
 
 /**

@@ -12,6 +12,8 @@ import { openingStatements } from './sqlite/better-sqlite3.js';
 export { READ_MODELS_CHECKPOINT };
 /** Largest batch folded in one transaction while live. */
 const MAX_BATCH = 1000;
+/** In-flight streams replayed per bulk read at start-up (`rebuildInMemory`). */
+const REPLAY_STREAMS = 500;
 
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
@@ -139,17 +141,32 @@ export class ProjectionRunner implements OnApplicationShutdown {
     });
   }
 
-  /** In-memory handlers that cannot load themselves get the in-flight streams, up to the checkpoint. */
+  /**
+   * In-memory handlers that cannot load themselves get the in-flight streams, up to the
+   * checkpoint: with a store that reads in bulk, `REPLAY_STREAMS` streams a statement (one index
+   * search each, their rows streamed, JSON parsed only where read); else one read a stream.
+   */
   private async rebuildInMemory(streams: string[], loadables: Loadable[]): Promise<void> {
     if (streams.length === 0) return;
     const skip = new Set<unknown>(loadables);
+    const fold = (recorded: RecordedEvent) => {
+      const event = this.rehydrate(recorded);
+      for (const handler of (event && this.memory.get(event.type)) || []) {
+        if (!skip.has(handler)) this.callMemory(handler, event!);
+      }
+    };
+    if (this.store.replayStreams) {
+      for (let i = 0; i < streams.length; i += REPLAY_STREAMS) {
+        this.store.replayStreams(streams.slice(i, i + REPLAY_STREAMS), this.position, fold);
+        // Lets timers and signals through between slices.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      return;
+    }
     for (const streamId of streams) {
       for (const recorded of await this.store.readStream(streamId)) {
         if (recorded.position > this.position) break;
-        const event = this.rehydrate(recorded);
-        for (const handler of (event && this.memory.get(event.type)) || []) {
-          if (!skip.has(handler)) this.callMemory(handler, event!);
-        }
+        fold(recorded);
       }
     }
   }

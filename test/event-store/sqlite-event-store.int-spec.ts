@@ -229,6 +229,68 @@ describe('SqliteEventStore, embedded only', () => {
     }
   });
 
+  describe('bulk reads for a restart', () => {
+    it('replays whole streams up to a position, each in revision order, with the data and metadata a stream read gives', async () => {
+      const cat = category('replay');
+      const [a, b, other] = [`${cat}-a`, `${cat}-b`, `${cat}-other`];
+      await store.append(a, [newEvent(), newEvent()], 'no_stream');
+      await store.append(b, [newEvent()], 'no_stream');
+      await store.append(other, [newEvent()], 'no_stream');
+      const upTo = (await store.append(a, [newEvent()], 1n)).position;
+      await store.append(b, [{ ...newEvent(), metadata: { actor: 'after the position' } }], 0n);
+
+      const replayed: RecordedEvent[] = [];
+      store.replayStreams([b, a, `${cat}-unknown`], upTo, (event) => void replayed.push(event));
+
+      const expected = [...(await store.readStream(a)), ...(await store.readStream(b))].filter((e) => e.position <= upTo);
+      const shape = (e: RecordedEvent) => ({ id: e.id, type: e.type, streamId: e.streamId, revision: e.revision, position: e.position, data: e.data, metadata: e.metadata, recordedAt: e.recordedAt });
+      // One stream after the other, each in revision order; which stream first is not promised.
+      const byStream = (events: RecordedEvent[]) => [...events].sort((x, y) => x.streamId.localeCompare(y.streamId) || Number(x.revision - y.revision));
+      expect(replayed).toHaveLength(4);
+      expect(byStream(replayed).map(shape)).toEqual(byStream(expected).map(shape));
+      for (const stream of [a, b]) {
+        const revisions = replayed.filter((e) => e.streamId === stream).map((e) => e.revision);
+        expect(revisions).toEqual([...revisions].sort((x, y) => Number(x - y)));
+      }
+      // Each stream's events come together.
+      const runs = replayed.map((e) => e.streamId).filter((id, i, all) => i === 0 || all[i - 1] !== id);
+      expect(runs.sort()).toEqual([a, b].sort());
+
+      const none: RecordedEvent[] = [];
+      store.replayStreams([a], -1n, (event) => void none.push(event));
+      store.replayStreams([], upTo, (event) => void none.push(event));
+      expect(none).toEqual([]);
+    });
+
+    it("gives a subscription reading from the file the same data and metadata as a stream read", async () => {
+      const streamId = `${category('filepage')}-1`;
+      const from = await store.headPosition();
+      await store.append(streamId, [{ ...newEvent(), data: { nested: { list: [1, 'two', null] } }, metadata: { actor: 'someone', correlationId: 'c-1' } }], 'no_stream');
+      // Another store on the file holds none of these commits in memory: it reads them from the file.
+      const reader = new SqliteEventStore(file, { watchWal: false });
+      const delivered: RecordedEvent[] = [];
+      const subscription = reader.subscribe((event) => void delivered.push(event), { after: from, streamPrefixes: [streamId] });
+      try {
+        await waitFor(() => delivered.length === 1, { description: 'the event, read from the file' });
+        const [stored] = await store.readStream(streamId);
+        const [got] = delivered;
+        expect({ id: got.id, type: got.type, revision: got.revision, position: got.position, data: got.data, metadata: got.metadata, recordedAt: got.recordedAt }).toEqual({
+          id: stored.id,
+          type: stored.type,
+          revision: stored.revision,
+          position: stored.position,
+          data: { nested: { list: [1, 'two', null] } },
+          metadata: stored.metadata,
+          recordedAt: stored.recordedAt,
+        });
+        expect(got.metadata).toMatchObject({ actor: 'someone', correlationId: 'c-1' });
+      } finally {
+        await subscription.close();
+        await reader.close();
+      }
+    });
+  });
+
   describe('group commit', () => {
     it('gives each of 50 concurrent appenders its own result', async () => {
       const streams = Array.from({ length: 50 }, () => `${category('group')}-1`);

@@ -366,6 +366,12 @@ export class SqliteEventStore implements EventStore {
       ),
       deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
       dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(),
+      // One index search per stream (the list's ids are looked up in index order, so no sort).
+      replayStreams: this.db
+        .prepare<[string, number], CatchUpRow>(
+          'SELECT position, type, stream_id, revision, event_id, data, metadata, recorded_at FROM events WHERE stream_id IN (SELECT value FROM json_each(?)) AND position <= ? ORDER BY stream_id, revision',
+        )
+        .raw(),
       catchUp: this.db
         .prepare<[number, number], CatchUpRow>(
           'SELECT position, type, stream_id, revision, event_id, data, metadata, recorded_at FROM events WHERE position > ? ORDER BY position ASC LIMIT ?',
@@ -396,6 +402,15 @@ export class SqliteEventStore implements EventStore {
       done: rows.length < maxCount,
       skippedTypes,
     };
+  }
+
+  replayStreams(streamIds: readonly string[], upTo: bigint, visit: (event: RecordedEvent) => void): void {
+    this.assertOpen();
+    if (streamIds.length === 0 || upTo < 0n) return;
+    const rows = this.stmt.replayStreams.iterate(JSON.stringify(streamIds), Number(upTo));
+    for (const [position, type, streamId, revision, id, data, metadata, recordedAt] of rows) {
+      visit(new CatchUpEvent(position, type, streamId, revision, id, data, metadata, recordedAt));
+    }
   }
 
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
@@ -565,12 +580,17 @@ export class SqliteEventStore implements EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
-    return this.readPage(options.after, options.maxCount ?? PAGE);
+    return this.stmt.all.all(options.after === undefined ? 0 : Number(options.after), options.maxCount ?? PAGE).map(toRecorded);
   }
 
-  /** Synchronous page read, used by subscriptions. */
+  /**
+   * Synchronous page read from the file, used by subscriptions. Data and metadata are parsed when
+   * first read: the effects reactor reacts to a few types and passes over the rest, and after a
+   * restart it walks the log from its own checkpoint.
+   */
   readPage(after: bigint | undefined, limit: number): RecordedEvent[] {
-    return this.stmt.all.all(after === undefined ? 0 : Number(after), limit).map(toRecorded);
+    const rows = this.stmt.catchUp.all(after === undefined ? 0 : Number(after), limit);
+    return rows.map(([position, type, streamId, revision, id, data, metadata, recordedAt]) => new CatchUpEvent(position, type, streamId, revision, id, data, metadata, recordedAt));
   }
 
   /**
@@ -743,10 +763,12 @@ function recorded(...[position, type, streamId, revision, id, data, metadata, re
 }
 
 /**
- * An event of a bulk catch-up page: its data and metadata are parsed when first read. Of the read
- * models only the audit log reads metadata, for a few types, and it is the larger half of most
- * events' JSON; a read model that takes a type but passes over most of its events (the tasks
- * read model and a workflow's task events) never reads their data.
+ * An event read from the file in bulk (a catch-up page, a subscription's page, a replay of
+ * streams): its data and metadata are parsed when first read. Of the read models only the audit
+ * log reads metadata, for a few types, and it is the larger half of most events' JSON; a read
+ * model that takes a type but passes over most of its events (the tasks read model and a
+ * workflow's task events) never reads their data, and the effects reactor reads only the data of
+ * the few types it reacts to.
  */
 class CatchUpEvent implements RecordedEvent {
   readonly revision: bigint;
