@@ -385,7 +385,8 @@ export class SqliteEventStore implements EventStore {
     const rows = this.stmt.catchUp.all(after === undefined ? 0 : Number(after), maxCount);
     const events: RecordedEvent[] = [];
     const skippedTypes = new Set<string>();
-    for (const [position, type, streamId, revision, id, data, metadata, recordedAt] of rows) {
+    for (const row of rows) {
+      const [, type, streamId] = row;
       // Only the events some read model takes are decoded.
       const streams = wanted.get(type);
       if (streams === undefined) {
@@ -393,7 +394,7 @@ export class SqliteEventStore implements EventStore {
         continue;
       }
       if (streams !== null && !startsWithAny(streamId, streams)) continue;
-      events.push(new CatchUpEvent(position, type, streamId, revision, id, data, metadata, recordedAt));
+      events.push(new CatchUpEvent(...row));
     }
     return {
       events,
@@ -408,9 +409,7 @@ export class SqliteEventStore implements EventStore {
     this.assertOpen();
     if (streamIds.length === 0 || upTo < 0n) return;
     const rows = this.stmt.replayStreams.iterate(JSON.stringify(streamIds), Number(upTo));
-    for (const [position, type, streamId, revision, id, data, metadata, recordedAt] of rows) {
-      visit(new CatchUpEvent(position, type, streamId, revision, id, data, metadata, recordedAt));
-    }
+    for (const row of rows) visit(new CatchUpEvent(...row));
   }
 
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
@@ -589,8 +588,7 @@ export class SqliteEventStore implements EventStore {
    * restart it walks the log from its own checkpoint.
    */
   readPage(after: bigint | undefined, limit: number): RecordedEvent[] {
-    const rows = this.stmt.catchUp.all(after === undefined ? 0 : Number(after), limit);
-    return rows.map(([position, type, streamId, revision, id, data, metadata, recordedAt]) => new CatchUpEvent(position, type, streamId, revision, id, data, metadata, recordedAt));
+    return this.stmt.catchUp.all(after === undefined ? 0 : Number(after), limit).map((row) => new CatchUpEvent(...row));
   }
 
   /**
