@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import type { Statement } from 'better-sqlite3';
 import { type DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, scopedFilter } from '../event-store/read-model-db.js';
+import { READ_MODEL_DB, ReadModelDb, cappedCount, scopedFilter } from '../event-store/read-model-db.js';
 
 /** The events that record an API action (a person or program acting through a token or the CLI). */
 export const AUDITED_EVENT_TYPES = [
@@ -107,7 +107,7 @@ export class AuditReadModel implements DurableProjection {
   }
 
   /** Newest first, `first` entries before the position `before` (a cursor). `search` matches the actor, action, stream or name. */
-  page(filter: AuditFilter, first: number, before: bigint | null): { entries: AuditEntry[]; totalCount: number; hasNextPage: boolean } {
+  page(filter: AuditFilter, first: number, before: bigint | null): { entries: AuditEntry[]; totalCount: number; totalCountCapped: boolean; hasNextPage: boolean } {
     const { where, params, add } = scopedFilter(filter.appId, filter.environment);
     add('actor = @actor', 'actor', filter.actor);
     add('action = @action', 'action', filter.action);
@@ -118,7 +118,7 @@ export class AuditReadModel implements DurableProjection {
       params.search = filter.search.toLowerCase();
     }
     const clause = where.join(' AND ');
-    const totalCount = (this.rm.db.prepare(`SELECT count(*) AS n FROM rm_audit WHERE ${clause}`).get(params) as { n: number }).n;
+    const total = cappedCount(this.rm, 'rm_audit', clause, params);
     const rows = this.rm.db
       .prepare(`SELECT * FROM rm_audit WHERE ${clause}${before === null ? '' : ' AND position < @cursor'} ORDER BY position DESC LIMIT @limit`)
       .all({ ...params, ...(before === null ? {} : { cursor: Number(before) }), limit: first + 1 }) as Row[];
@@ -133,6 +133,6 @@ export class AuditReadModel implements DurableProjection {
       name: r.name,
       data: JSON.parse(r.data) as unknown,
     }));
-    return { entries, totalCount, hasNextPage: rows.length > first };
+    return { entries, totalCount: total.count, totalCountCapped: total.capped, hasNextPage: rows.length > first };
   }
 }

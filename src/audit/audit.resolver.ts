@@ -94,6 +94,6 @@ export class AuditResolver {
       name: e.name,
       data: JSON.stringify(e.data),
     }));
-    return { nodes, totalCount: page.totalCount, pageInfo: { endCursor: nodes.at(-1)?.id ?? null, hasNextPage: page.hasNextPage } };
+    return { nodes, totalCount: page.totalCount, totalCountCapped: page.totalCountCapped, pageInfo: { endCursor: nodes.at(-1)?.id ?? null, hasNextPage: page.hasNextPage } };
   }
 }

@@ -52,6 +52,21 @@ export const toJson = (value: unknown): string | null => (value === undefined ? 
 export const fromJson = <T>(text: string | null): T | undefined => (text === null ? undefined : (JSON.parse(text) as T));
 
 /**
+ * Counts stop here (`totalCount`, `workflowCounts`): past it, a count would read an index entry
+ * for every matching row, and a query's cost would grow with the store.
+ */
+export const QUERY_COUNT_CAP = 10_000;
+
+/**
+ * How many rows of `table` match `clause`, counted up to `QUERY_COUNT_CAP` (one more is read to know
+ * whether the count stopped): the cost is bounded by the cap, not by the table.
+ */
+export function cappedCount(rm: ReadModelDb, table: string, clause: string, params: Record<string, unknown>): { count: number; capped: boolean } {
+  const { n } = rm.db.prepare(`SELECT count(*) AS n FROM (SELECT 1 FROM ${table} WHERE ${clause} LIMIT ${QUERY_COUNT_CAP + 1})`).get(params) as { n: number };
+  return n > QUERY_COUNT_CAP ? { count: QUERY_COUNT_CAP, capped: true } : { count: n, capped: false };
+}
+
+/**
  * The conditions of a read-model query scoped to one app and environment; `add` appends a clause
  * only when its value is given (filters whose fields are optional).
  */

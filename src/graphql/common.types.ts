@@ -1,6 +1,7 @@
 import { Type } from '@nestjs/common';
 import { ArgsType, Field, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
 import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { QUERY_COUNT_CAP } from '../event-store/read-model-db.js';
 
 /** No control characters (C0, DEL, C1). */
 export const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/;
@@ -66,6 +67,8 @@ export class PageInfo {
 export interface Page<T> {
   nodes: T[];
   totalCount: number;
+  /** More than `QUERY_COUNT_CAP` items match: `totalCount` is `QUERY_COUNT_CAP`, a lower bound. */
+  totalCountCapped: boolean;
   pageInfo: PageInfo;
 }
 
@@ -76,8 +79,11 @@ export function Paginated<T>(item: Type<T>) {
     @Field(() => [item], { description: 'The items of this page, oldest first.' })
     nodes: T[];
 
-    @Field(() => Int, { description: 'How many items match the filter, over all pages.' })
+    @Field(() => Int, { description: `How many items match the filter, over all pages, counted up to ${QUERY_COUNT_CAP.toLocaleString('en')} (see \`totalCountCapped\`).` })
     totalCount: number;
+
+    @Field({ description: `True when more than ${QUERY_COUNT_CAP.toLocaleString('en')} items match: \`totalCount\` is then ${QUERY_COUNT_CAP.toLocaleString('en')}, a lower bound (counting further would read every match).` })
+    totalCountCapped: boolean;
 
     @Field(() => PageInfo, { description: 'Where this page ends.' })
     pageInfo: PageInfo;
@@ -96,7 +102,8 @@ export function paginate<T extends { id: string }>(items: T[], first: number, af
   const nodes = items.slice(start, start + first);
   return {
     nodes,
-    totalCount: items.length,
+    totalCount: Math.min(items.length, QUERY_COUNT_CAP),
+    totalCountCapped: items.length > QUERY_COUNT_CAP,
     pageInfo: { endCursor: nodes.length > 0 ? nodes[nodes.length - 1].id : null, hasNextPage: start + first < items.length },
   };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { RecordedEvent } from '../event-store/event-store.port.js';
 import { StoredEvent } from '../event-store/event-registry.js';
-import { ReadModelDb, toJson } from '../event-store/read-model-db.js';
+import { QUERY_COUNT_CAP, ReadModelDb, toJson } from '../event-store/read-model-db.js';
 import { baseName } from './domain/workflow.decider.js';
 import { WorkflowsReadModel } from './workflows.read-model.js';
 
@@ -190,5 +190,47 @@ describe('WorkflowsReadModel batches', () => {
     const { model } = fold(4);
     expect(model.getById('w1')).toMatchObject({ status: 'completed', version: 'v1', output: { ok: true }, queries: { stage: 1 }, parentId: 'p', parentSeq: 3, tag: 't' });
     expect(model.getById('w5')).toBeUndefined();
+  });
+});
+
+describe('counts stop at QUERY_COUNT_CAP', () => {
+  /** `n` rows of one app and environment, all completed, inserted as the fold would leave them. */
+  function withRows(n: number): WorkflowsReadModel {
+    const rm = new ReadModelDb(':memory:');
+    const model = new WorkflowsReadModel(rm);
+    model.migrate();
+    const insert = rm.db.prepare(
+      `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, created_at, updated_at)
+       VALUES (?, ?, 'a', 'e', 'W', 'W', 'completed', '[]', ?, ?)`,
+    );
+    rm.db.transaction(() => {
+      for (let i = 0; i < n; i++) insert.run(`w${String(i).padStart(6, '0')}`, i + 1, 1_700_000_000_000 + i, 1_700_000_000_000 + i);
+    })();
+    return model;
+  }
+  const scope = { appId: 'a', environment: 'e' };
+
+  it('counts exactly up to the cap', () => {
+    const model = withRows(QUERY_COUNT_CAP);
+    const page = model.page(scope, 5);
+    expect(page.totalCount).toBe(QUERY_COUNT_CAP);
+    expect(page.totalCountCapped).toBe(false);
+    expect(page.nodes).toHaveLength(5);
+    const counts = model.countByStatus(scope, ['running', 'completed']);
+    expect(counts.get('completed')).toEqual({ count: QUERY_COUNT_CAP, capped: false });
+    expect(counts.get('running')).toEqual({ count: 0, capped: false });
+  });
+
+  it('past the cap, says the count stopped (a lower bound) and still pages through every row', () => {
+    const model = withRows(QUERY_COUNT_CAP + 2);
+    const page = model.page(scope, 5);
+    expect(page.totalCount).toBe(QUERY_COUNT_CAP);
+    expect(page.totalCountCapped).toBe(true);
+    expect(page.pageInfo.hasNextPage).toBe(true);
+    expect(model.countByStatus(scope, ['completed']).get('completed')).toEqual({ count: QUERY_COUNT_CAP, capped: true });
+    // The last page is still reached by its cursor: only the count stops.
+    const last = model.page(scope, 5, `w${String(QUERY_COUNT_CAP - 4).padStart(6, '0')}`);
+    expect(last.nodes.map((w) => w.id)).toEqual([QUERY_COUNT_CAP - 3, QUERY_COUNT_CAP - 2, QUERY_COUNT_CAP - 1, QUERY_COUNT_CAP, QUERY_COUNT_CAP + 1].map((i) => `w${String(i).padStart(6, '0')}`));
+    expect(last.pageInfo.hasNextPage).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, updateRow, scopedFilter, toJson } from '../event-store/read-model-db.js';
+import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, cappedCount, fromJson, updateRow, scopedFilter, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -214,10 +214,10 @@ export class WorkflowsReadModel implements DurableProjection {
   }
 
   /** How many workflows of the filter (its state aside) are in each state. */
-  countByStatus(filter: WorkflowFilter): Map<WorkflowStatus, number> {
+  countByStatus(filter: WorkflowFilter, statuses: readonly WorkflowStatus[]): Map<WorkflowStatus, { count: number; capped: boolean }> {
     const { where, params } = whereOf({ ...filter, status: null });
-    const rows = this.rm.db.prepare(`SELECT status, count(*) AS n FROM rm_workflows WHERE ${where.join(' AND ')} GROUP BY status`).all(params) as Array<{ status: WorkflowStatus; n: number }>;
-    return new Map(rows.map((r) => [r.status, r.n]));
+    const clause = `${where.join(' AND ')} AND status = @countedStatus`;
+    return new Map(statuses.map((status) => [status, cappedCount(this.rm, 'rm_workflows', clause, { ...params, countedStatus: status })]));
   }
 
   /** Workflows started, and completed or failed, per minute from `start` to `end` (epoch ms, whole minutes). */
@@ -422,7 +422,7 @@ export function pageOf<R extends { id: string; seq: number }, V>(
   descending = false,
 ): Page<V> {
   const clause = where.join(' AND ');
-  const total = (rm.db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${clause}`).get(params) as { n: number }).n;
+  const total = cappedCount(rm, table, clause, params);
   let from = -Infinity;
   let inclusive = false;
   if (after) {
@@ -445,5 +445,5 @@ export function pageOf<R extends { id: string; seq: number }, V>(
           .all(from === -Infinity ? { ...params, limit: first + 1 } : { ...params, from, limit: first + 1 }) as R[]);
   const nodes = rows.slice(0, first).map(toView);
   const last = rows.length > 0 ? rows[Math.min(rows.length, first) - 1] : undefined;
-  return { nodes, totalCount: total, pageInfo: { endCursor: nodes.length > 0 ? last!.id : null, hasNextPage: rows.length > first } };
+  return { nodes, totalCount: total.count, totalCountCapped: total.capped, pageInfo: { endCursor: nodes.length > 0 ? last!.id : null, hasNextPage: rows.length > first } };
 }

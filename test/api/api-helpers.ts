@@ -200,12 +200,12 @@ export class Client {
 
   workflowsRaw(filter: Record<string, unknown> = {}, page: { first?: number; after?: string | null } = {}): Promise<Response> {
     return this.gql(
-      `query($filter: WorkflowFilterInput!, $first: Int, $after: String) { workflows(filter: $filter, first: $first, after: $after) { totalCount pageInfo { endCursor hasNextPage } nodes { ${WORKFLOW_FIELDS} } } }`,
+      `query($filter: WorkflowFilterInput!, $first: Int, $after: String) { workflows(filter: $filter, first: $first, after: $after) { totalCount totalCountCapped pageInfo { endCursor hasNextPage } nodes { ${WORKFLOW_FIELDS} } } }`,
       { filter: { appId: this.appId, environment: this.environment, ...filter }, ...page },
     );
   }
 
-  async workflows(filter: Record<string, unknown> = {}, page: { first?: number; after?: string | null } = {}): Promise<{ totalCount: number; pageInfo: { endCursor: string | null; hasNextPage: boolean }; nodes: WorkflowRow[] }> {
+  async workflows(filter: Record<string, unknown> = {}, page: { first?: number; after?: string | null } = {}): Promise<{ totalCount: number; totalCountCapped: boolean; pageInfo: { endCursor: string | null; hasNextPage: boolean }; nodes: WorkflowRow[] }> {
     return expectData(await this.workflowsRaw(filter, page)).workflows;
   }
 

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Service, startService } from '../support/service.js';
-import { Client, unique } from './api-helpers.js';
+import { Client, expectData, unique } from './api-helpers.js';
 
 describe('read your writes', () => {
   let service: Service;
@@ -26,7 +26,13 @@ describe('read your writes', () => {
         result: { status: 'OK', matched: 1, changed: 1, workflowIds: [id] },
       });
     }
-    expect((await api.workflows({ name }, { first: 500 })).totalCount).toBe(20);
+    expect(await api.workflows({ name }, { first: 500 })).toMatchObject({ totalCount: 20, totalCountCapped: false });
+    // Counted per state too, each count exact below the cap.
+    const counts = expectData(
+      await api.gql(`query($filter: WorkflowFilterInput!) { workflowCounts(filter: $filter) { state count capped } }`, { filter: { appId: api.appId, environment: api.environment, name } }),
+    ).workflowCounts;
+    expect(counts).toContainEqual({ state: 'RUNNING', count: 20, capped: false });
+    expect(counts).toContainEqual({ state: 'COMPLETED', count: 0, capped: false });
   });
 
   it('dispatch, then at once pause by { name, tag } and read the state back', async () => {

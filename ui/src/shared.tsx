@@ -66,6 +66,9 @@ export const time = (iso: string | null | undefined): string => (iso ? new Date(
 
 export const shortId = (id: string): string => `${id.slice(0, 8)}…${id.slice(-4)}`;
 
+/** A count the service stopped counting at (`capped`): shown as a lower bound, e.g. "10,000+". */
+export const atLeast = (count: number, capped: boolean | undefined): string => (capped ? `${count.toLocaleString('en')}+` : String(count));
+
 export function prettyJson(raw: string | null | undefined): string {
   if (raw == null) return '';
   try {

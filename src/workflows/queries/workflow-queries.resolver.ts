@@ -6,6 +6,7 @@ import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port
 import { ProjectionRunner } from '../../event-store/projection-runner.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
+import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
@@ -87,8 +88,10 @@ class WorkflowActivityArgs extends AppScopedInput {
 export class WorkflowStateCount {
   @Field(() => WorkflowState, { description: 'The state.' })
   state: WorkflowState;
-  @Field(() => Int, { description: 'How many workflows of the filter are in it.' })
+  @Field(() => Int, { description: `How many workflows of the filter are in it, counted up to ${QUERY_COUNT_CAP.toLocaleString('en')} (see \`capped\`).` })
   count: number;
+  @Field({ description: `True when more than ${QUERY_COUNT_CAP.toLocaleString('en')} are: \`count\` is then ${QUERY_COUNT_CAP.toLocaleString('en')}, a lower bound.` })
+  capped: boolean;
 }
 
 @ObjectType('WorkflowActivityBucket', { description: 'Workflows started, completed and failed in one minute.' })
@@ -171,8 +174,9 @@ export class WorkflowQueriesResolver {
   async workflowCounts(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowCountsArgs): Promise<WorkflowStateCount[]> {
     assertScope(principal, args.filter.appId, args.filter.environment);
     await this.fence.upToHead();
-    const counts = this.readModel.countByStatus({ ...args.filter, status: null });
-    return Object.values(WorkflowState).map((state) => ({ state, count: counts.get(state) ?? 0 }));
+    const states = Object.values(WorkflowState);
+    const counts = this.readModel.countByStatus({ ...args.filter, status: null }, states);
+    return states.map((state) => ({ state, count: counts.get(state)?.count ?? 0, capped: counts.get(state)?.capped ?? false }));
   }
 
   @Requires('read')

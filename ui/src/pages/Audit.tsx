@@ -1,10 +1,10 @@
 import { Alert, Anchor, Badge, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
 import { gql } from '../api';
-import { time, usePolling, useSession } from '../shared';
+import { atLeast, time, usePolling, useSession } from '../shared';
 
 const ACTIONS = ['WorkflowDispatched', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowEventReceived', 'WorkflowRetried', 'TaskDispatched', 'TaskRetried', 'ScheduleCreated', 'SchedulePaused', 'ScheduleResumed', 'ScheduleTriggered', 'ScheduleDeleted'];
-const AUDIT = `query($filter: AuditFilterInput!, $first: Int) { auditLog(filter: $filter, first: $first) { totalCount pageInfo { hasNextPage } nodes { id at actor actorLabel action streamId name } } }`;
+const AUDIT = `query($filter: AuditFilterInput!, $first: Int) { auditLog(filter: $filter, first: $first) { totalCount totalCountCapped pageInfo { hasNextPage } nodes { id at actor actorLabel action streamId name } } }`;
 
 export function AuditPage() {
   const { scope } = useSession();
@@ -27,7 +27,7 @@ export function AuditPage() {
       </Group>
       {error && <Alert color="red">{error}</Alert>}
       <Text size="sm" c="dimmed">
-        {data ? `${data.auditLog.totalCount} actions` : 'Loading…'}
+        {data ? `${atLeast(data.auditLog.totalCount, data.auditLog.totalCountCapped)} actions` : 'Loading…'}
       </Text>
       <Table striped data-testid="audit-table">
         <Table.Thead>

@@ -2,14 +2,14 @@ import { Alert, Anchor, Badge, Button, Card, Group, Select, Stack, Table, Text, 
 import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { gql } from '../api';
-import { StateBadge, shortId, time, usePolling, useSession } from '../shared';
+import { StateBadge, atLeast, shortId, time, usePolling, useSession } from '../shared';
 
 const STATES = ['RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'TERMINATED'];
 const RANGES: Record<string, number | null> = { 'Last 15 minutes': 15, 'Last hour': 60, 'Last 24 hours': 1440, 'Last 7 days': 10080, 'Any time': null };
 
 const LIST = `query($filter: WorkflowFilterInput!, $first: Int, $after: String) {
-  workflows(filter: $filter, first: $first, after: $after, newestFirst: true) { totalCount pageInfo { endCursor hasNextPage } nodes { id name version tag state createdAt updatedAt error } }
-  workflowCounts(filter: $filter) { state count }
+  workflows(filter: $filter, first: $first, after: $after, newestFirst: true) { totalCount totalCountCapped pageInfo { endCursor hasNextPage } nodes { id name version tag state createdAt updatedAt error } }
+  workflowCounts(filter: $filter) { state count capped }
 }`;
 const ACTIVITY = `query($appId: String!, $environment: String!) { workflowActivity(appId: $appId, environment: $environment, minutes: 30) { at started completed failed } }`;
 
@@ -47,9 +47,9 @@ export function WorkflowsPage() {
         </form>
       </Group>
       <Group gap="xs" data-testid="state-counts">
-        {(data?.workflowCounts ?? []).map((c: { state: string; count: number }) => (
+        {(data?.workflowCounts ?? []).map((c: { state: string; count: number; capped: boolean }) => (
           <Button key={c.state} size="xs" variant={state === c.state ? 'filled' : 'light'} onClick={() => setState(state === c.state ? null : c.state)}>
-            {c.state} <Badge ml={6} size="sm" variant="white">{c.count}</Badge>
+            {c.state} <Badge ml={6} size="sm" variant="white">{atLeast(c.count, c.capped)}</Badge>
           </Button>
         ))}
       </Group>
@@ -78,7 +78,7 @@ export function WorkflowsPage() {
         </ResponsiveContainer>
       </Card>
       <Text size="sm" c="dimmed">
-        {data ? `${data.workflows.totalCount} workflows, newest first` : 'Loading…'}
+        {data ? `${atLeast(data.workflows.totalCount, data.workflows.totalCountCapped)} workflows, newest first` : 'Loading…'}
       </Text>
       <Table striped highlightOnHover data-testid="workflows-table">
         <Table.Thead>
