@@ -234,3 +234,56 @@ describe('counts stop at QUERY_COUNT_CAP', () => {
     expect(last.pageInfo.hasNextPage).toBe(false);
   });
 });
+
+describe('workflow activity per minute (rm_workflow_activity)', () => {
+  const totals = (model: WorkflowsReadModel) =>
+    model.activity('a', 'e', 0, Number.MAX_SAFE_INTEGER).reduce((t, m) => ({ started: t.started + m.started, completed: t.completed + m.completed, failed: t.failed + m.failed }), { started: 0, completed: 0, failed: 0 });
+
+  it.each([1, 3, 7, HISTORY.length])('counts what happened, whatever the batches (batches of %i)', (size) => {
+    const { model } = fold(size);
+    // Six rows were created (w3 twice: dispatched again after retention removed it); w1 and w4
+    // completed; w2 failed once (its retry and later end do not undo that it failed).
+    expect(totals(model)).toEqual({ started: 6, completed: 2, failed: 1 });
+    const minutes = model.activity('a', 'e', 0, Number.MAX_SAFE_INTEGER);
+    expect(minutes.every((m) => m.minute % 60_000 === 0)).toBe(true);
+    expect(model.activity('other', 'e', 0, Number.MAX_SAFE_INTEGER)).toEqual([]);
+  });
+
+  it('a failed batch adds nothing', () => {
+    const rm = new ReadModelDb(':memory:');
+    const model = new WorkflowsReadModel(rm);
+    model.migrate();
+    expect(() =>
+      rm.db.transaction(() => {
+        for (const event of storedEvents()) model.project(event);
+        throw new Error('boom');
+      })(),
+    ).toThrow('boom');
+    model.abortBatch();
+    rm.db.transaction(() => model.endBatch())();
+    expect(totals(model)).toEqual({ started: 0, completed: 0, failed: 0 });
+  });
+
+  it('created on a store whose workflows were projected before it, is filled once from their rows', () => {
+    const rm = new ReadModelDb(':memory:');
+    const model = new WorkflowsReadModel(rm);
+    model.migrate();
+    rm.db.exec('DROP TABLE rm_workflow_activity');
+    const now = Math.floor(Date.now() / 60_000) * 60_000;
+    const insert = rm.db.prepare(
+      `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, created_at, updated_at) VALUES (?, ?, 'a', 'e', 'W', 'W', ?, '[]', ?, ?)`,
+    );
+    insert.run('x1', 1, 'running', now - 120_000, now - 120_000);
+    insert.run('x2', 2, 'completed', now - 120_000, now - 60_000);
+    insert.run('x3', 3, 'failed', now - 60_000, now);
+    insert.run('old', 4, 'completed', now - 10 * 24 * 3_600_000, now - 10 * 24 * 3_600_000); // older than the chart reaches
+    model.migrate();
+    model.migrate(); // a second start (or a second instance) fills nothing again
+    expect(model.activity('a', 'e', now - 180_000, now + 60_000)).toEqual([
+      { minute: now - 120_000, started: 2, completed: 0, failed: 0 },
+      { minute: now - 60_000, started: 1, completed: 1, failed: 0 },
+      { minute: now, started: 0, completed: 0, failed: 1 },
+    ]);
+    expect(totals(model)).toEqual({ started: 3, completed: 1, failed: 1 });
+  });
+});

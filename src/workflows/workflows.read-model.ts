@@ -6,6 +6,22 @@ import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
 
+/**
+ * How long `rm_workflow_activity` keeps a minute: longer than the chart reaches back
+ * (`workflowActivity(minutes ≤ 1440)`).
+ */
+const ACTIVITY_KEPT_MS = 2 * 24 * 3_600_000;
+
+/** One minute of one app and environment in `rm_workflow_activity`. */
+interface ActivityRow {
+  appId?: string;
+  environment?: string;
+  minute: number;
+  started: number;
+  completed: number;
+  failed: number;
+}
+
 export interface WorkflowView {
   id: string;
   appId: string;
@@ -117,6 +133,10 @@ export class WorkflowsReadModel implements DurableProjection {
    * it when the batch first read it (null: none).
    */
   private batch!: RowBatch<StoredRow>;
+  /** The batch's additions to `rm_workflow_activity`, by app, environment and minute (written once at its end). */
+  private activityDelta = new Map<string, ActivityRow>();
+  /** The newest minute written to `rm_workflow_activity`, and the hour of its last pruning. */
+  private prunedHour = 0;
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -152,10 +172,45 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_status ON rm_workflows (app_id, environment, status, updated_at);
       CREATE INDEX IF NOT EXISTS rm_workflows_parent ON rm_workflows (parent_id) WHERE parent_id IS NOT NULL;
     `);
+    this.migrateActivity();
     const columns = this.rm.db.prepare<[], { name: string }>('PRAGMA table_info(rm_workflows)').all();
     if (!columns.some((c) => c.name === 'queries')) this.rm.db.exec('ALTER TABLE rm_workflows ADD COLUMN queries TEXT');
     this.stmt = this.prepare();
     this.batch = new RowBatch((id) => this.stmt.get.get(id), this.stmt.rows, (id) => this.stmt.forget.run(id));
+  }
+
+  /**
+   * `rm_workflow_activity`: workflows started, completed and failed per app, environment and
+   * minute, added to by the projection, so the dashboard's chart reads one row a minute instead
+   * of every workflow of the window. Created on a store whose workflows were projected before it
+   * existed, it is filled once from their rows (as the chart counted them until then), in one
+   * transaction that also creates it: two instances starting together fill it once.
+   */
+  private migrateActivity(): void {
+    const db = this.rm.db;
+    db.transaction(() => {
+      const exists = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rm_workflow_activity'`).get();
+      if (exists) return;
+      db.exec(`
+        CREATE TABLE rm_workflow_activity (
+          app_id      TEXT NOT NULL,
+          environment TEXT NOT NULL,
+          minute      INTEGER NOT NULL,
+          started     INTEGER NOT NULL,
+          completed   INTEGER NOT NULL,
+          failed      INTEGER NOT NULL,
+          PRIMARY KEY (app_id, environment, minute)
+        ) WITHOUT ROWID;
+        INSERT INTO rm_workflow_activity (app_id, environment, minute, started, completed, failed)
+          SELECT app_id, environment, minute, sum(started), sum(completed), sum(failed) FROM (
+            SELECT app_id, environment, (created_at / 60000) * 60000 AS minute, 1 AS started, 0 AS completed, 0 AS failed
+              FROM rm_workflows WHERE created_at >= ${Date.now() - ACTIVITY_KEPT_MS}
+            UNION ALL
+            SELECT app_id, environment, (updated_at / 60000) * 60000, 0, status = 'completed', status = 'failed'
+              FROM rm_workflows WHERE status IN ('completed', 'failed') AND updated_at >= ${Date.now() - ACTIVITY_KEPT_MS}
+          ) GROUP BY app_id, environment, minute;
+      `);
+    }).immediate();
   }
 
   private prepare() {
@@ -177,15 +232,17 @@ export class WorkflowsReadModel implements DurableProjection {
       ),
       forget: db.prepare<[string]>('DELETE FROM rm_workflows WHERE id = ?'),
       rows: new RowWriter<StoredRow>(db, 'rm_workflows', 'id', COLUMNS),
-      startedPerMinute: db.prepare<[Record<string, unknown>], { minute: number; n: number }>(
-        `SELECT (created_at / 60000) * 60000 AS minute, count(*) AS n FROM rm_workflows
-         WHERE app_id = @appId AND environment = @environment AND created_at >= @start AND created_at < @end GROUP BY minute`,
+      activity: db.prepare<[Record<string, unknown>], ActivityRow>(
+        `SELECT minute, started, completed, failed FROM rm_workflow_activity
+         WHERE app_id = @appId AND environment = @environment AND minute >= @start AND minute < @end ORDER BY minute`,
       ),
-      endedPerMinute: db.prepare<[Record<string, unknown>], { minute: number; status: 'completed' | 'failed'; n: number }>(
-        `SELECT (updated_at / 60000) * 60000 AS minute, status, count(*) AS n FROM rm_workflows
-         WHERE app_id = @appId AND environment = @environment AND status IN ('completed', 'failed') AND updated_at >= @start AND updated_at < @end
-         GROUP BY minute, status`,
+      addActivity: db.prepare<[ActivityRow]>(
+        `INSERT INTO rm_workflow_activity (app_id, environment, minute, started, completed, failed)
+         VALUES (@appId, @environment, @minute, @started, @completed, @failed)
+         ON CONFLICT (app_id, environment, minute) DO UPDATE SET
+           started = started + excluded.started, completed = completed + excluded.completed, failed = failed + excluded.failed`,
       ),
+      pruneActivity: db.prepare<[number]>('DELETE FROM rm_workflow_activity WHERE minute < ?'),
       failures: failureGroupsOf(this.rm, 'rm_workflows', 'base_name'),
     };
   }
@@ -222,13 +279,7 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /** Workflows started, and completed or failed, per minute from `start` to `end` (epoch ms, whole minutes). */
   activity(appId: string, environment: string, start: number, end: number): Array<{ minute: number; started: number; completed: number; failed: number }> {
-    const started = this.stmt.startedPerMinute.all({ appId, environment, start, end });
-    const ended = this.stmt.endedPerMinute.all({ appId, environment, start, end });
-    const buckets = new Map<number, { minute: number; started: number; completed: number; failed: number }>();
-    const bucket = (minute: number) => buckets.get(minute) ?? buckets.set(minute, { minute, started: 0, completed: 0, failed: 0 }).get(minute)!;
-    for (const r of started) bucket(r.minute).started = r.n;
-    for (const r of ended) bucket(r.minute)[r.status] = r.n;
-    return [...buckets.values()];
+    return this.stmt.activity.all({ appId, environment, start, end });
   }
 
   /** Failed workflows grouped by base name and error message, last changed at or after `since`. */
@@ -297,6 +348,7 @@ export class WorkflowsReadModel implements DurableProjection {
           updated_at: at,
         };
         entry.dirty = true;
+        this.countActivity(d.appId, d.environment, at, 'started');
         return;
       }
       case 'DecisionStarted':
@@ -353,10 +405,32 @@ export class WorkflowsReadModel implements DurableProjection {
   /** Writes the rows the batch changed (inside the batch transaction). */
   endBatch(): void {
     this.batch.flush();
+    let newest = 0;
+    for (const delta of this.activityDelta.values()) {
+      this.stmt.addActivity.run(delta);
+      if (delta.minute > newest) newest = delta.minute;
+    }
+    this.activityDelta.clear();
+    // Minutes older than the chart can show go, once an hour of the log's time.
+    const hour = Math.floor(newest / 3_600_000);
+    if (hour > this.prunedHour) {
+      this.prunedHour = hour;
+      this.stmt.pruneActivity.run(newest - ACTIVITY_KEPT_MS);
+    }
   }
 
   abortBatch(): void {
     this.batch.discard();
+    this.activityDelta.clear();
+  }
+
+  /** Adds one workflow to its minute's count in `rm_workflow_activity` (at the batch's end). */
+  private countActivity(appId: string, environment: string, at: number, what: 'started' | 'completed' | 'failed'): void {
+    const minute = Math.floor(at / 60_000) * 60_000;
+    const key = `${appId}\u0000${environment}\u0000${minute}`;
+    let delta = this.activityDelta.get(key);
+    if (!delta) this.activityDelta.set(key, (delta = { appId, environment, minute, started: 0, completed: 0, failed: 0 }));
+    delta[what] += 1;
   }
 
   /** The batch's copy of a workflow's row, read from the table the first time the batch needs it. */
@@ -373,6 +447,7 @@ export class WorkflowsReadModel implements DurableProjection {
     this.update(id, at, (row) => {
       if (row.status === 'completed' || row.status === 'failed' || row.status === 'terminated') return false;
       row.status = status;
+      if (status === 'completed' || status === 'failed') this.countActivity(row.app_id, row.environment, at, status);
       if (output !== null) row.output = output;
       if (error !== null) row.error = error;
     });
