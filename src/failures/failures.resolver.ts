@@ -6,6 +6,7 @@ import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import { Requires } from '../tokens/roles.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { type FailureRow, WorkflowsReadModel } from '../workflows/workflows.read-model.js';
+import { QUERY_COUNT_CAP } from '../event-store/read-model-db.js';
 
 export enum FailureKind {
   WORKFLOW = 'WORKFLOW',
@@ -33,6 +34,8 @@ export class FailureGroup {
   lastSeenAt: Date;
   @Field(() => [ID], { description: 'Their ids, most recent first (at most 500).' })
   ids: string[];
+  @Field({ description: `True when more than ${QUERY_COUNT_CAP.toLocaleString('en')} workflows or tasks of this kind failed since \`since\`: only the most recent ${QUERY_COUNT_CAP.toLocaleString('en')} were grouped, so \`count\` and \`firstSeenAt\` cover those.` })
+  capped: boolean;
 }
 
 @ArgsType()
@@ -56,7 +59,7 @@ export class FailuresResolver {
   failures(@CurrentPrincipal() principal: Principal, @Args() args: FailuresArgs): FailureGroup[] {
     assertScope(principal, args.appId, args.environment);
     const since = args.since?.getTime() ?? 0;
-    // Grouped in SQL: the cost follows the number of failures, never the number of workflows.
+    // Grouped in SQL: the cost follows the number of failures (at most QUERY_COUNT_CAP of each kind), never the number of workflows.
     const group = (kind: FailureKind) => (r: FailureRow): FailureGroup => ({
       kind,
       name: r.name,
@@ -65,6 +68,7 @@ export class FailuresResolver {
       firstSeenAt: new Date(r.firstSeen),
       lastSeenAt: new Date(r.lastSeen),
       ids: r.ids,
+      capped: r.capped,
     });
     return [
       ...this.workflows.failureGroups(args.appId, args.environment, since).map(group(FailureKind.WORKFLOW)),

@@ -96,6 +96,7 @@ export class TasksReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_tasks_scope ON rm_tasks (app_id, environment, seq);
       CREATE INDEX IF NOT EXISTS rm_tasks_name ON rm_tasks (app_id, environment, name, seq);
       CREATE INDEX IF NOT EXISTS rm_tasks_in_flight ON rm_tasks (status) WHERE status IN ('pending', 'running');
+      CREATE INDEX IF NOT EXISTS rm_tasks_failed ON rm_tasks (app_id, environment, updated_at) WHERE status = 'failed';
     `);
     this.stmt = this.prepare();
     this.batch = new RowBatch((id) => this.stmt.get.get(id), this.stmt.rows);

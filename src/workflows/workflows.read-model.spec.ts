@@ -287,3 +287,38 @@ describe('workflow activity per minute (rm_workflow_activity)', () => {
     expect(totals(model)).toEqual({ started: 3, completed: 1, failed: 1 });
   });
 });
+
+describe('failure groups', () => {
+  function withFailures(n: number): WorkflowsReadModel {
+    const rm = new ReadModelDb(':memory:');
+    const model = new WorkflowsReadModel(rm);
+    model.migrate();
+    const insert = rm.db.prepare(
+      `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, error, created_at, updated_at) VALUES (?, ?, 'a', 'e', 'W', 'W', 'failed', '[]', ?, ?, ?)`,
+    );
+    rm.db.transaction(() => {
+      // Even rows failed with "even", odd rows with "odd"; one per millisecond, the last newest.
+      for (let i = 0; i < n; i++) insert.run(`f${String(i).padStart(6, '0')}`, i + 1, JSON.stringify({ message: i % 2 ? 'odd' : 'even' }), i, 1_000 + i);
+    })();
+    return model;
+  }
+
+  it('groups by name and message, newest group and newest ids first', () => {
+    const groups = withFailures(6).failureGroups('a', 'e', 0);
+    expect(groups).toEqual([
+      { name: 'W', message: 'odd', count: 3, firstSeen: 1_001, lastSeen: 1_005, ids: ['f000005', 'f000003', 'f000001'], capped: false },
+      { name: 'W', message: 'even', count: 3, firstSeen: 1_000, lastSeen: 1_004, ids: ['f000004', 'f000002', 'f000000'], capped: false },
+    ]);
+    expect(withFailures(6).failureGroups('a', 'e', 1_004).map((g) => g.count)).toEqual([1, 1]);
+  });
+
+  it(`groups only the ${QUERY_COUNT_CAP} most recent failures, and says so`, () => {
+    const groups = withFailures(QUERY_COUNT_CAP + 3).failureGroups('a', 'e', 0);
+    expect(groups.map((g) => g.capped)).toEqual([true, true]);
+    expect(groups[0].count + groups[1].count).toBe(QUERY_COUNT_CAP);
+    expect(Math.min(groups[0].firstSeen, groups[1].firstSeen)).toBe(1_003); // the three oldest were left out
+    expect(groups[0].ids).toHaveLength(500);
+    expect(groups[0].ids[0]).toBe(`f${String(QUERY_COUNT_CAP + 2).padStart(6, '0')}`);
+    expect(withFailures(QUERY_COUNT_CAP).failureGroups('a', 'e', 0).map((g) => g.capped)).toEqual([false, false]);
+  });
+});

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, cappedCount, fromJson, updateRow, scopedFilter, toJson } from '../event-store/read-model-db.js';
+import { PendingRow, QUERY_COUNT_CAP, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, cappedCount, fromJson, updateRow, scopedFilter, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -64,6 +64,8 @@ export interface FailureRow {
   lastSeen: number;
   /** Newest first, at most 500. */
   ids: string[];
+  /** More than `QUERY_COUNT_CAP` failures since the date: only the most recent ones were grouped. */
+  capped: boolean;
 }
 
 interface Row {
@@ -456,17 +458,26 @@ export class WorkflowsReadModel implements DurableProjection {
 
 /**
  * The failed rows of a read-model table grouped by name and error message (the error column holds
- * the error as JSON), most recent group first, each with up to 500 ids, newest first.
+ * the error as JSON), most recent group first, each with up to 500 ids, newest first. Only the
+ * `QUERY_COUNT_CAP` most recent failures since `since` are grouped (`capped` when there were
+ * more): the cost follows the failures, up to that many, never the table.
  */
 export function failureGroupsOf(rm: ReadModelDb, table: string, nameColumn: string): (appId: string, environment: string, since: number) => FailureRow[] {
-  const statement = rm.db.prepare<[Record<string, unknown>], Omit<FailureRow, 'ids'> & { ids: string | null }>(
-    `SELECT ${nameColumn} AS name, coalesce(json_extract(error, '$.message'), '') AS message, count(*) AS count,
-            min(updated_at) AS firstSeen, max(updated_at) AS lastSeen, group_concat(id) AS ids
-     FROM ${table} WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since
+  const failed = `FROM ${table} WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since`;
+  const statement = rm.db.prepare<[Record<string, unknown>], Omit<FailureRow, 'ids' | 'capped'> & { ids: string | null }>(
+    `SELECT name, message, count(*) AS count, min(updated_at) AS firstSeen, max(updated_at) AS lastSeen,
+            group_concat(id, ',' ORDER BY updated_at DESC, id DESC) AS ids
+     FROM (SELECT ${nameColumn} AS name, coalesce(json_extract(error, '$.message'), '') AS message, updated_at, id
+           ${failed} ORDER BY updated_at DESC LIMIT ${QUERY_COUNT_CAP})
      GROUP BY name, message ORDER BY lastSeen DESC`,
   );
-  return (appId, environment, since) =>
-    statement.all({ appId, environment, since }).map((r) => ({ ...r, ids: r.ids === null ? [] : r.ids.split(',').reverse().slice(0, 500) }));
+  const more = rm.db.prepare<[Record<string, unknown>], { one: number }>(`SELECT 1 AS one ${failed} ORDER BY updated_at DESC LIMIT 1 OFFSET ${QUERY_COUNT_CAP}`);
+  return (appId, environment, since) => {
+    const params = { appId, environment, since };
+    const rows = statement.all(params);
+    const capped = rows.length > 0 && more.get(params) !== undefined;
+    return rows.map((r) => ({ ...r, capped, ids: r.ids === null ? [] : r.ids.split(',').slice(0, 500) }));
+  };
 }
 
 /** The SQL conditions of a workflow filter. */

@@ -73,8 +73,8 @@ describe('roles, retry and dashboard queries', () => {
     const failed = await waitFor(async () => ((await state(id))?.state === 'FAILED' ? state(id) : null), { timeoutMs: 20_000, description: 'ChargeOrder to fail' });
     expect(failed.error).toBe('payment gateway refused A-1');
 
-    const failures = await service.gql('query { failures(appId: "demo", environment: "roles") { kind name error count ids } }');
-    expect(failures.body.data.failures).toEqual([{ kind: 'WORKFLOW', name: 'ChargeOrder', error: 'payment gateway refused A-1', count: 1, ids: [id] }]);
+    const failures = await service.gql('query { failures(appId: "demo", environment: "roles") { kind name error count ids capped } }');
+    expect(failures.body.data.failures).toEqual([{ kind: 'WORKFLOW', name: 'ChargeOrder', error: 'payment gateway refused A-1', count: 1, ids: [id], capped: false }]);
     const counts = await service.gql('query($f: WorkflowFilterInput!) { workflowCounts(filter: $f) { state count } }', { f: { ...scope, name: 'ChargeOrder' } });
     expect(counts.body.data.workflowCounts).toContainEqual({ state: 'FAILED', count: 1 });
 

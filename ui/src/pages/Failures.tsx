@@ -1,9 +1,9 @@
 import { Alert, Anchor, Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
 import { Fragment, useState } from 'react';
 import { Scope, gql } from '../api';
-import { shortId, time, useAction, usePolling, useSession } from '../shared';
+import { atLeast, shortId, time, useAction, usePolling, useSession } from '../shared';
 
-const FAILURES = `query($appId: String!, $environment: String!) { failures(appId: $appId, environment: $environment) { kind name error count firstSeenAt lastSeenAt ids } }`;
+const FAILURES = `query($appId: String!, $environment: String!) { failures(appId: $appId, environment: $environment) { kind name error count capped firstSeenAt lastSeenAt ids } }`;
 
 /** Retries many in as few requests as the query-cost limit allows (aliased mutations, 100 per request). */
 async function retryAll(scope: Scope, kind: string, ids: string[]): Promise<void> {
@@ -59,7 +59,7 @@ export function FailuresPage() {
                       {g.error}
                     </Text>
                   </Table.Td>
-                  <Table.Td>{g.count}</Table.Td>
+                  <Table.Td>{atLeast(g.count, g.capped)}</Table.Td>
                   <Table.Td>{time(g.firstSeenAt)}</Table.Td>
                   <Table.Td>{time(g.lastSeenAt)}</Table.Td>
                   <Table.Td>
