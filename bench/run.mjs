@@ -190,7 +190,7 @@ function tableRows(r) {
         `first start on ${fmt.int(v.store.events)} events (every read model built from the log) ms`,
         fmt.int(v.firstStartMs),
         `empty store ${fmt.int(v.emptyFirstStartMs)}`,
-        `${fmt.int(v.firstStartNetEventsPerSec)} events/s net of start-up` + (v.firstStartLog ? `; read models ${fmt.int(v.firstStartLog.events / (v.firstStartLog.ms / 1000))} events/s (log)` : ''),
+        (v.firstStartNetEventsPerSec === null ? 'net of start-up: none (no slower than an empty store in this run)' : `${fmt.int(v.firstStartNetEventsPerSec)} events/s net of start-up`) + (v.firstStartLog ? `; read models ${fmt.int(v.firstStartLog.events / (v.firstStartLog.ms / 1000))} events/s (log)` : ''),
       );
     }
     if (!v.readModelsComplete) add('4 recovery', '⚠ read models after restart', 'EMPTY', 'restarted service saw 0 workflows / unknown token', 'Baton bug: see notes');

@@ -137,6 +137,8 @@ export class WorkflowsReadModel implements DurableProjection {
   private batch!: RowBatch<StoredRow>;
   /** The batch's additions to `rm_workflow_activity`, by app, environment and minute (written once at its end). */
   private activityDelta = new Map<string, ActivityRow>();
+  /** The entry of `activityDelta` last added to. */
+  private lastActivity: ActivityRow | undefined;
   /** The newest minute written to `rm_workflow_activity`, and the hour of its last pruning. */
   private prunedHour = 0;
 
@@ -413,6 +415,7 @@ export class WorkflowsReadModel implements DurableProjection {
       if (delta.minute > newest) newest = delta.minute;
     }
     this.activityDelta.clear();
+    this.lastActivity = undefined;
     // Minutes older than the chart can show go, once an hour of the log's time.
     const hour = Math.floor(newest / 3_600_000);
     if (hour > this.prunedHour) {
@@ -424,14 +427,20 @@ export class WorkflowsReadModel implements DurableProjection {
   abortBatch(): void {
     this.batch.discard();
     this.activityDelta.clear();
+    this.lastActivity = undefined;
   }
 
   /** Adds one workflow to its minute's count in `rm_workflow_activity` (at the batch's end). */
   private countActivity(appId: string, environment: string, at: number, what: 'started' | 'completed' | 'failed'): void {
-    const minute = Math.floor(at / 60_000) * 60_000;
-    const key = `${appId}\u0000${environment}\u0000${minute}`;
-    let delta = this.activityDelta.get(key);
-    if (!delta) this.activityDelta.set(key, (delta = { appId, environment, minute, started: 0, completed: 0, failed: 0 }));
+    const minute = at - (at % 60_000);
+    // Most events of a batch fall in the minute of the one before: no key to build for them.
+    let delta = this.lastActivity;
+    if (!delta || delta.minute !== minute || delta.appId !== appId || delta.environment !== environment) {
+      const key = `${appId}\u0000${environment}\u0000${minute}`;
+      delta = this.activityDelta.get(key);
+      if (!delta) this.activityDelta.set(key, (delta = { appId, environment, minute, started: 0, completed: 0, failed: 0 }));
+      this.lastActivity = delta;
+    }
     delta[what] += 1;
   }
 
