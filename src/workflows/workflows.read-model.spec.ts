@@ -322,3 +322,43 @@ describe('failure groups', () => {
     expect(withFailures(QUERY_COUNT_CAP).failureGroups('a', 'e', 0).map((g) => g.capped)).toEqual([false, false]);
   });
 });
+
+describe('running and paused workflows by name (selectors)', () => {
+  function model(): WorkflowsReadModel {
+    const rm = new ReadModelDb(':memory:');
+    const m = new WorkflowsReadModel(rm);
+    m.migrate();
+    const insert = rm.db.prepare(
+      `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, created_at, updated_at) VALUES (?, ?, ?, 'e', ?, ?, ?, '[]', 0, 0)`,
+    );
+    const rows: Array<[string, string, string, string]> = [
+      ['s1', 'a', 'Signup', 'running'],
+      ['s2', 'a', 'Signup_v2', 'paused'],
+      ['s3', 'a', 'Signup_v2', 'completed'],
+      ['s4', 'other-app', 'Signup', 'running'],
+      ['o1', 'a', 'Other', 'running'],
+      ['v1', 'a', 'A_v1_v2', 'running'], // base name A_v1
+      ['v2', 'a', 'A_v1', 'paused'], // base name A
+    ];
+    rows.forEach(([id, app, name, status], i) => insert.run(id, i + 1, app, name, baseName(name), status));
+    return m;
+  }
+  const ids = (m: WorkflowsReadModel, name: string) => m.active('a', 'e', name).map((w) => w.id);
+
+  it('a name picks that name and its versions; a versioned name, that version; finished ones never', () => {
+    const m = model();
+    expect(ids(m, 'Signup')).toEqual(['s1', 's2']);
+    expect(ids(m, 'Signup_v2')).toEqual(['s2']);
+    expect(ids(m, 'A_v1')).toEqual(['v1', 'v2']); // named A_v1, or versions of A_v1
+    expect(ids(m, 'Nobody')).toEqual([]);
+  });
+
+  it('finds them through the index of running and paused workflows, whatever the finished ones number', () => {
+    const m = model();
+    // The statement the selector runs (private: the plan is what this test is about).
+    const statement = (m as unknown as { stmt: { activeByName: { source: string } } }).stmt.activeByName;
+    const rm = (m as unknown as { rm: ReadModelDb }).rm;
+    const plan = rm.db.prepare(`EXPLAIN QUERY PLAN ${statement.source}`).all('a', 'e', 'Signup', 'Signup', 'Signup', 'Signup') as Array<{ detail: string }>;
+    expect(plan.map((p) => p.detail).join(' ')).toContain('USING INDEX rm_workflows_active_base_name');
+  });
+});

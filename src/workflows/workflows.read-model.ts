@@ -171,6 +171,7 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_base_name ON rm_workflows (app_id, environment, base_name, seq);
       CREATE INDEX IF NOT EXISTS rm_workflows_tag ON rm_workflows (app_id, environment, tag, seq) WHERE tag IS NOT NULL;
       CREATE INDEX IF NOT EXISTS rm_workflows_active ON rm_workflows (status) WHERE ${ACTIVE};
+      CREATE INDEX IF NOT EXISTS rm_workflows_active_base_name ON rm_workflows (app_id, environment, base_name, status) WHERE ${ACTIVE};
       CREATE INDEX IF NOT EXISTS rm_workflows_finished ON rm_workflows (updated_at) WHERE status IN ${FINAL};
       CREATE INDEX IF NOT EXISTS rm_workflows_created ON rm_workflows (app_id, environment, created_at);
       CREATE INDEX IF NOT EXISTS rm_workflows_status ON rm_workflows (app_id, environment, status, updated_at);
@@ -221,8 +222,10 @@ export class WorkflowsReadModel implements DurableProjection {
     const db = this.rm.db;
     return {
       get: db.prepare<[string], StoredRow>('SELECT * FROM rm_workflows WHERE id = ?'),
-      activeByName: db.prepare<[string, string, string, string], Row>(
-        `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
+      // \`base_name IN (…)\` adds nothing to what matches (a row named \`N\` has the base name of
+      // \`N\`); it lets the partial index of running and paused workflows find them directly.
+      activeByName: db.prepare<[string, string, string, string, string, string], Row>(
+        `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND base_name IN (?, ?) AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
       ),
       activeByTag: db.prepare<[string, string, string, string, string], Row>(
         `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND tag = ? AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
@@ -264,7 +267,7 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /** Not-final workflows of that name (or base name) and tag, ordered by id. */
   active(appId: string, environment: string, name: string, tag?: string | null): WorkflowView[] {
-    const rows = tag == null ? this.stmt.activeByName.all(appId, environment, name, name) : this.stmt.activeByTag.all(appId, environment, tag, name, name);
+    const rows = tag == null ? this.stmt.activeByName.all(appId, environment, baseName(name), name, name, name) : this.stmt.activeByTag.all(appId, environment, tag, name, name);
     return rows.map(toView);
   }
 
