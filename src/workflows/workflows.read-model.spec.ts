@@ -193,12 +193,18 @@ describe('WorkflowsReadModel batches', () => {
   });
 });
 
+/** A read model on an empty in-memory database, its tables created. */
+function emptyModel(): { rm: ReadModelDb; model: WorkflowsReadModel } {
+  const rm = new ReadModelDb(':memory:');
+  const model = new WorkflowsReadModel(rm);
+  model.migrate();
+  return { rm, model };
+}
+
 describe('counts stop at QUERY_COUNT_CAP', () => {
   /** `n` rows of one app and environment, all completed, inserted as the fold would leave them. */
   function withRows(n: number): WorkflowsReadModel {
-    const rm = new ReadModelDb(':memory:');
-    const model = new WorkflowsReadModel(rm);
-    model.migrate();
+    const { rm, model } = emptyModel();
     const insert = rm.db.prepare(
       `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, created_at, updated_at)
        VALUES (?, ?, 'a', 'e', 'W', 'W', 'completed', '[]', ?, ?)`,
@@ -250,9 +256,7 @@ describe('workflow activity per minute (rm_workflow_activity)', () => {
   });
 
   it('a failed batch adds nothing', () => {
-    const rm = new ReadModelDb(':memory:');
-    const model = new WorkflowsReadModel(rm);
-    model.migrate();
+    const { rm, model } = emptyModel();
     expect(() =>
       rm.db.transaction(() => {
         for (const event of storedEvents()) model.project(event);
@@ -265,9 +269,7 @@ describe('workflow activity per minute (rm_workflow_activity)', () => {
   });
 
   it('created on a store whose workflows were projected before it, is filled once from their rows', () => {
-    const rm = new ReadModelDb(':memory:');
-    const model = new WorkflowsReadModel(rm);
-    model.migrate();
+    const { rm, model } = emptyModel();
     rm.db.exec('DROP TABLE rm_workflow_activity');
     const now = Math.floor(Date.now() / 60_000) * 60_000;
     const insert = rm.db.prepare(
@@ -290,9 +292,7 @@ describe('workflow activity per minute (rm_workflow_activity)', () => {
 
 describe('failure groups', () => {
   function withFailures(n: number): WorkflowsReadModel {
-    const rm = new ReadModelDb(':memory:');
-    const model = new WorkflowsReadModel(rm);
-    model.migrate();
+    const { rm, model } = emptyModel();
     const insert = rm.db.prepare(
       `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, error, created_at, updated_at) VALUES (?, ?, 'a', 'e', 'W', 'W', 'failed', '[]', ?, ?, ?)`,
     );
@@ -325,9 +325,7 @@ describe('failure groups', () => {
 
 describe('running and paused workflows by name (selectors)', () => {
   function model(): WorkflowsReadModel {
-    const rm = new ReadModelDb(':memory:');
-    const m = new WorkflowsReadModel(rm);
-    m.migrate();
+    const { rm, model: m } = emptyModel();
     const insert = rm.db.prepare(
       `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, created_at, updated_at) VALUES (?, ?, ?, 'e', ?, ?, ?, '[]', 0, 0)`,
     );
