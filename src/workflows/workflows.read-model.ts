@@ -170,7 +170,9 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_name ON rm_workflows (app_id, environment, name, seq);
       CREATE INDEX IF NOT EXISTS rm_workflows_base_name ON rm_workflows (app_id, environment, base_name, seq);
       CREATE INDEX IF NOT EXISTS rm_workflows_tag ON rm_workflows (app_id, environment, tag, seq) WHERE tag IS NOT NULL;
-      CREATE INDEX IF NOT EXISTS rm_workflows_active ON rm_workflows (status) WHERE ${ACTIVE};
+      -- The running and paused workflows: a start's in-flight list, and \`{ name }\` selectors. It
+      -- replaced rm_workflows_active (status only), so the rows in flight keep one such index.
+      DROP INDEX IF EXISTS rm_workflows_active;
       CREATE INDEX IF NOT EXISTS rm_workflows_active_base_name ON rm_workflows (app_id, environment, base_name, status) WHERE ${ACTIVE};
       CREATE INDEX IF NOT EXISTS rm_workflows_finished ON rm_workflows (updated_at) WHERE status IN ${FINAL};
       CREATE INDEX IF NOT EXISTS rm_workflows_created ON rm_workflows (app_id, environment, created_at);
