@@ -139,7 +139,7 @@ export class WorkflowsReadModel implements DurableProjection {
   private activityDelta = new Map<string, ActivityRow>();
   /** The entry of `activityDelta` last added to. */
   private lastActivity: ActivityRow | undefined;
-  /** The newest minute written to `rm_workflow_activity`, and the hour of its last pruning. */
+  /** The hour (of the log's time) when `rm_workflow_activity` was last pruned. */
   private prunedHour = 0;
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
