@@ -489,7 +489,8 @@ export function failureGroupsOf(rm: ReadModelDb, table: string, nameColumn: stri
   return (appId, environment, since) => {
     const params = { appId, environment, since };
     const rows = statement.all(params);
-    const capped = rows.length > 0 && more.get(params) !== undefined;
+    // Only a full scan of the cap can have left failures out.
+    const capped = rows.reduce((n, r) => n + r.count, 0) === QUERY_COUNT_CAP && more.get(params) !== undefined;
     return rows.map((r) => ({ ...r, capped, ids: r.ids === null ? [] : r.ids.split(',').slice(0, 500) }));
   };
 }
