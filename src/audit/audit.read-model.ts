@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import type { Statement } from 'better-sqlite3';
 import { type DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { READ_MODEL_DB, ReadModelDb, cappedCount, scopedFilter } from '../event-store/read-model-db.js';
+import { QUERY_COUNT_CAP, READ_MODEL_DB, ReadModelDb, cappedCount, scopedFilter } from '../event-store/read-model-db.js';
 
 /** The events that record an API action (a person or program acting through a token or the CLI). */
 export const AUDITED_EVENT_TYPES = [
@@ -106,8 +106,24 @@ export class AuditReadModel implements DurableProjection {
     );
   }
 
-  /** Newest first, `first` entries before the position `before` (a cursor). `search` matches the actor, action, stream or name. */
-  page(filter: AuditFilter, first: number, before: bigint | null): { entries: AuditEntry[]; totalCount: number; totalCountCapped: boolean; hasNextPage: boolean } {
+  /**
+   * Newest first, `first` entries before the position `before` (a cursor). `search` matches the
+   * actor, action, stream or name.
+   *
+   * No index serves the filters (actor, action, text, time), so a filtered page searches at most
+   * `QUERY_COUNT_CAP` of the scope's entries past its cursor: a rare match in a million actions
+   * would otherwise read every row on the event loop, once per dashboard refresh. When the search
+   * ends before the page is full and older entries remain, the page is short (even empty),
+   * `hasNextPage` is true and `searchedTo` is where the next page goes on from. Its count is of
+   * the matches among the scope's newest `QUERY_COUNT_CAP` entries, `totalCountCapped` when
+   * older ones were not searched.
+   */
+  page(
+    filter: AuditFilter,
+    first: number,
+    before: bigint | null,
+  ): { entries: AuditEntry[]; totalCount: number; totalCountCapped: boolean; hasNextPage: boolean; searchedTo: bigint | null } {
+    const scope = scopedFilter(filter.appId, filter.environment);
     const { where, params, add } = scopedFilter(filter.appId, filter.environment);
     add('actor = @actor', 'actor', filter.actor);
     add('action = @action', 'action', filter.action);
@@ -117,11 +133,30 @@ export class AuditReadModel implements DurableProjection {
       where.push("(instr(lower(actor), @search) > 0 OR instr(lower(action), @search) > 0 OR instr(lower(stream_id), @search) > 0 OR instr(lower(coalesce(name, '')), @search) > 0)");
       params.search = filter.search.toLowerCase();
     }
-    const clause = where.join(' AND ');
-    const total = cappedCount(this.rm, 'rm_audit', clause, params);
-    const rows = this.rm.db
-      .prepare(`SELECT * FROM rm_audit WHERE ${clause}${before === null ? '' : ' AND position < @cursor'} ORDER BY position DESC LIMIT @limit`)
-      .all({ ...params, ...(before === null ? {} : { cursor: Number(before) }), limit: first + 1 }) as Row[];
+    const scopeClause = scope.where.join(' AND ');
+    const cursor = before === null ? '' : ' AND position < @cursor';
+    const args = { ...params, ...(before === null ? {} : { cursor: Number(before) }), limit: first + 1 };
+    let rows: Row[];
+    let total: { count: number; capped: boolean };
+    let searchedTo: bigint | null = null;
+    if (where.length === scope.where.length) {
+      total = cappedCount(this.rm, 'rm_audit', scopeClause, params);
+      rows = this.rm.db.prepare(`SELECT * FROM rm_audit WHERE ${scopeClause}${cursor} ORDER BY position DESC LIMIT @limit`).all(args) as Row[];
+    } else {
+      // The scope's newest entries past the cursor, up to the cap (its index, newest first), then the filters on those.
+      const window = (from: string) => `SELECT * FROM rm_audit WHERE ${scopeClause}${from} ORDER BY position DESC LIMIT ${QUERY_COUNT_CAP}`;
+      const filters = where.slice(scope.where.length).join(' AND ');
+      rows = this.rm.db.prepare(`SELECT * FROM (${window(cursor)}) WHERE ${filters} ORDER BY position DESC LIMIT @limit`).all(args) as Row[];
+      const { n } = this.rm.db.prepare(`SELECT count(*) AS n FROM (${window('')}) WHERE ${filters}`).get(params) as { n: number };
+      total = { count: n, capped: cappedCount(this.rm, 'rm_audit', scopeClause, scope.params).capped };
+      if (rows.length <= first) {
+        const searched = this.rm.db
+          .prepare(`SELECT count(*) AS n, min(position) AS last FROM (SELECT position FROM rm_audit WHERE ${scopeClause}${cursor} ORDER BY position DESC LIMIT ${QUERY_COUNT_CAP})`)
+          .get({ ...scope.params, ...(before === null ? {} : { cursor: Number(before) }) }) as { n: number; last: number | null };
+        // The whole cap was searched: older entries may match.
+        if (searched.n === QUERY_COUNT_CAP && searched.last !== null) searchedTo = BigInt(searched.last);
+      }
+    }
     const entries = rows.slice(0, first).map((r) => ({
       position: BigInt(r.position),
       at: new Date(r.at),
@@ -133,6 +168,6 @@ export class AuditReadModel implements DurableProjection {
       name: r.name,
       data: JSON.parse(r.data) as unknown,
     }));
-    return { entries, totalCount: total.count, totalCountCapped: total.capped, hasNextPage: rows.length > first };
+    return { entries, totalCount: total.count, totalCountCapped: total.capped, hasNextPage: rows.length > first || searchedTo !== null, searchedTo };
   }
 }

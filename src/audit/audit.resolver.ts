@@ -60,7 +60,12 @@ export class AuditEntryType {
   data: string;
 }
 
-@ObjectType('AuditConnection', { description: 'A page of API actions, newest first.' })
+@ObjectType('AuditConnection', {
+  description:
+    'A page of API actions, newest first. With a filter beyond the app and environment, a page searches at most 10,000 actions past its cursor: ' +
+    'it may hold fewer than `first` (even none) with `pageInfo.hasNextPage` true; go on from `pageInfo.endCursor`. ' +
+    'Its `totalCount` is then of the matches among the newest 10,000 actions, with `totalCountCapped` when there are older ones.',
+})
 export class AuditConnection extends Paginated(AuditEntryType) {}
 
 @ArgsType()
@@ -94,6 +99,15 @@ export class AuditResolver {
       name: e.name,
       data: JSON.stringify(e.data),
     }));
-    return { nodes, totalCount: page.totalCount, totalCountCapped: page.totalCountCapped, pageInfo: { endCursor: nodes.at(-1)?.id ?? null, hasNextPage: page.hasNextPage } };
+    return {
+      nodes,
+      totalCount: page.totalCount,
+      totalCountCapped: page.totalCountCapped,
+      pageInfo: {
+        // A search that stopped short of a full page goes on from where it stopped.
+        endCursor: page.searchedTo !== null ? String(page.searchedTo) : (nodes.at(-1)?.id ?? null),
+        hasNextPage: page.hasNextPage,
+      },
+    };
   }
 }

@@ -188,6 +188,36 @@ describe('dashboard', () => {
     await context.close();
   });
 
+  itInBrowser('an auditor pages back through a filtered audit log by cursor and returns to the newest', async () => {
+    // 101 pauses and resumes of the schedule: more matches for "SchedulePaused" than a page holds.
+    const control = (verb: 'pause' | 'resume') =>
+      service.gql(`mutation($input: ${verb === 'pause' ? 'Pause' : 'Resume'}ScheduleInput!) { ${verb}Schedule(input: $input) { state } }`, { input: { ...scope, id: scheduleId } });
+    for (let i = 0; i < 101; i++) {
+      expect((await control('pause')).body.errors).toBeUndefined();
+      expect((await control('resume')).body.errors).toBeUndefined();
+    }
+    const { context, page } = await signIn(service.token);
+    await nav(page, 'Audit');
+    const rows = page.getByTestId('audit-table').locator('tbody tr');
+    await waitFor(async () => (await rows.count()) === 100, { timeoutMs: 10_000, description: 'the first page of the audit log' });
+    await page.getByRole('textbox', { name: 'Action' }).click();
+    await page.getByRole('option', { name: 'SchedulePaused', exact: true }).click();
+    // The earlier test paused it once more.
+    const pauses = (await service.gql('query($f: AuditFilterInput!) { auditLog(filter: $f) { totalCount } }', { f: { ...scope, action: 'SchedulePaused' } })).body.data.auditLog.totalCount;
+    expect(pauses).toBeGreaterThan(100);
+    await waitFor(async () => (await page.getByText(`${pauses} actions`).count()) === 1, { timeoutMs: 10_000, description: 'the pauses counted' });
+    expect(await rows.count()).toBe(100);
+    await page.getByRole('button', { name: 'Load older actions' }).click();
+    await waitFor(async () => (await rows.count()) === pauses, { timeoutMs: 10_000, description: 'the older page appended' });
+    await page.getByRole('button', { name: 'Back to the newest (refreshing)' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Load older actions' }).count()).toBe(0);
+    // Every row is a pause, each shown once.
+    expect(await rows.filter({ hasText: 'SchedulePaused' }).count()).toBe(pauses);
+    await page.getByRole('button', { name: 'Back to the newest (refreshing)' }).click();
+    await waitFor(async () => (await rows.count()) === 100, { timeoutMs: 10_000, description: 'the newest page again' });
+    await context.close();
+  });
+
   itInBrowser('loaded nothing from outside the service and hit no page errors', () => {
     expect(outside).toEqual([]);
     expect(problems.filter((p) => !/status of 4\d\d/.test(p))).toEqual([]);

@@ -1,19 +1,46 @@
 import { Alert, Anchor, Badge, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { useState } from 'react';
-import { gql } from '../api';
+import { useEffect, useState } from 'react';
+import { ApiError, gql } from '../api';
 import { atLeast, time, usePolling, useSession } from '../shared';
 
 const ACTIONS = ['WorkflowDispatched', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowEventReceived', 'WorkflowRetried', 'TaskDispatched', 'TaskRetried', 'ScheduleCreated', 'SchedulePaused', 'ScheduleResumed', 'ScheduleTriggered', 'ScheduleDeleted'];
-const AUDIT = `query($filter: AuditFilterInput!, $first: Int) { auditLog(filter: $filter, first: $first) { totalCount totalCountCapped pageInfo { hasNextPage } nodes { id at actor actorLabel action streamId name } } }`;
+const AUDIT = `query($filter: AuditFilterInput!, $first: Int, $after: String) { auditLog(filter: $filter, first: $first, after: $after) { totalCount totalCountCapped pageInfo { hasNextPage endCursor } nodes { id at actor actorLabel action streamId name } } }`;
+const PAGE = 100;
+
+/** The entries shown once older pages were loaded (the list then stops refreshing), and where the next page starts. */
+interface Loaded {
+  nodes: any[];
+  endCursor: string | null;
+  hasNextPage: boolean;
+}
 
 export function AuditPage() {
   const { scope } = useSession();
   const [actor, setActor] = useState('');
   const [action, setAction] = useState<string | null>(null);
   const [search, setSearch] = useState('');
-  const [pages, setPages] = useState(1);
   const filter = { ...scope, ...(actor ? { actor } : {}), ...(action ? { action } : {}), ...(search ? { search } : {}) };
-  const { data, error } = usePolling(() => gql(AUDIT, { filter, first: 100 * pages }), [JSON.stringify(filter), pages], 5000);
+  const key = JSON.stringify(filter);
+  // Older pages are fetched by cursor: a filtered page searches a bounded number of actions, so it
+  // may come back short (even empty) with more to search. While they are shown, the list holds still.
+  const [loaded, setLoaded] = useState<Loaded | null>(null);
+  const [moreError, setMoreError] = useState<string | null>(null);
+  useEffect(() => {
+    setLoaded(null);
+    setMoreError(null);
+  }, [key]);
+  const { data, error } = usePolling(() => gql(AUDIT, { filter, first: PAGE }), [key], loaded ? 0 : 5000);
+  const shown: Loaded | null = loaded ?? (data ? { nodes: data.auditLog.nodes, ...data.auditLog.pageInfo } : null);
+  const loadMore = async () => {
+    if (!shown) return;
+    try {
+      const more = await gql(AUDIT, { filter, first: PAGE, after: shown.endCursor });
+      setLoaded({ nodes: [...shown.nodes, ...more.auditLog.nodes], ...more.auditLog.pageInfo });
+      setMoreError(null);
+    } catch (e) {
+      setMoreError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+    }
+  };
   return (
     <Stack>
       <Title order={3}>Audit</Title>
@@ -25,7 +52,7 @@ export function AuditPage() {
         <Select label="Action" data={ACTIONS} value={action} onChange={setAction} clearable placeholder="any" />
         <TextInput label="Search" value={search} onChange={(e) => setSearch(e.currentTarget.value)} />
       </Group>
-      {error && <Alert color="red">{error}</Alert>}
+      {(error ?? moreError) && <Alert color="red">{error ?? moreError}</Alert>}
       <Text size="sm" c="dimmed">
         {data ? `${atLeast(data.auditLog.totalCount, data.auditLog.totalCountCapped)} actions` : 'Loading…'}
       </Text>
@@ -39,7 +66,7 @@ export function AuditPage() {
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {(data?.auditLog.nodes ?? []).map((e: any) => (
+          {(shown?.nodes ?? []).map((e: any) => (
             <Table.Tr key={e.id}>
               <Table.Td>{time(e.at)}</Table.Td>
               <Table.Td>
@@ -60,11 +87,18 @@ export function AuditPage() {
           ))}
         </Table.Tbody>
       </Table>
-      {data?.auditLog.pageInfo.hasNextPage && (
-        <Button variant="default" onClick={() => setPages(pages + 1)}>
-          Load more
-        </Button>
-      )}
+      <Group>
+        {shown?.hasNextPage && (
+          <Button variant="default" onClick={() => void loadMore()}>
+            Load older actions
+          </Button>
+        )}
+        {loaded && (
+          <Button variant="subtle" onClick={() => setLoaded(null)}>
+            Back to the newest (refreshing)
+          </Button>
+        )}
+      </Group>
     </Stack>
   );
 }
