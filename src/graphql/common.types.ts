@@ -57,17 +57,23 @@ export function OptionalTagField(description: string): PropertyDecorator {
 
 @ObjectType({ description: 'Where a page of results ends.' })
 export class PageInfo {
-  @Field(() => String, { nullable: true, description: 'Cursor of the last item of this page; pass it as `after` for the next page.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Cursor where this page ends (its last item, or the last row searched when a filtered page came back short); pass it as `after` for the next page.',
+  })
   endCursor: string | null;
 
-  @Field({ description: 'Whether more items follow this page.' })
+  @Field({
+    description:
+      'Whether more items may follow this page. A page searches a bounded number of rows when no single index serves its filter, so it can hold fewer items than asked for, even none, while this is true: go on from `endCursor`.',
+  })
   hasNextPage: boolean;
 }
 
 export interface Page<T> {
   nodes: T[];
   totalCount: number;
-  /** More than `QUERY_COUNT_CAP` items match: `totalCount` is `QUERY_COUNT_CAP`, a lower bound. */
+  /** The count stopped (more than `QUERY_COUNT_CAP` match, or only part of the matches was searched): `totalCount` is a lower bound. */
   totalCountCapped: boolean;
   pageInfo: PageInfo;
 }
@@ -76,13 +82,17 @@ export interface Page<T> {
 export function Paginated<T>(item: Type<T>) {
   @ObjectType({ isAbstract: true })
   class Connection implements Page<T> {
-    @Field(() => [item], { description: 'The items of this page, oldest first.' })
+    @Field(() => [item], { description: 'The items of this page, in the list\'s order (oldest first unless it is asked for newest first).' })
     nodes: T[];
 
-    @Field(() => Int, { description: `How many items match the filter, over all pages, counted up to ${QUERY_COUNT_CAP.toLocaleString('en')} (see \`totalCountCapped\`).` })
+    @Field(() => Int, {
+      description: `How many items match the filter, over all pages, counted up to ${QUERY_COUNT_CAP.toLocaleString('en')} (see \`totalCountCapped\`). When no single index serves the filter, the matches among the newest ${QUERY_COUNT_CAP.toLocaleString('en')} rows of the index read.`,
+    })
     totalCount: number;
 
-    @Field({ description: `True when more than ${QUERY_COUNT_CAP.toLocaleString('en')} items match: \`totalCount\` is then ${QUERY_COUNT_CAP.toLocaleString('en')}, a lower bound (counting further would read every match).` })
+    @Field({
+      description: `True when the count stopped: more than ${QUERY_COUNT_CAP.toLocaleString('en')} items match, or the filter was checked on the newest ${QUERY_COUNT_CAP.toLocaleString('en')} rows only. \`totalCount\` is then a lower bound (counting further would read every match).`,
+    })
     totalCountCapped: boolean;
 
     @Field(() => PageInfo, { description: 'Where this page ends.' })

@@ -3,7 +3,8 @@ import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
 import { PendingRow, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, updateRow, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
-import { type FailureRow, failureGroupsOf, pageOf } from '../workflows/workflows.read-model.js';
+import { type Candidate, pagePlanned } from '../event-store/list-query.js';
+import { type FailureRow, failureGroupsOf } from '../workflows/workflows.read-model.js';
 import { TaskDispatchedData } from './domain/task.decider.js';
 import { AttemptEventData, TaskError } from './domain/task-attempts.js';
 
@@ -119,21 +120,25 @@ export class TasksReadModel implements DurableProjection {
 
   /** One page of the tasks matching `filter`, in dispatch order. */
   page(filter: { appId: string; environment: string; name?: string | null; tag?: string | null; status?: TaskStatus | null }, first: number, after?: string | null): Page<TaskView> {
-    const where = ['app_id = @appId', 'environment = @environment'];
+    // Read through the name's index when there is a name, else the scope's; tag and state are
+    // checked on the rows, within a bounded window (list-query.ts).
+    const scope = 'app_id = @appId AND environment = @environment';
     const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
+    const candidates: Candidate[] = [];
+    const residual: string[] = [];
     if (filter.name != null) {
-      where.push('name = @name');
       params.name = filter.name;
+      candidates.push({ scans: [{ index: 'rm_tasks_name', clause: `${scope} AND name = @name` }], condition: 'name = @name', ordered: true });
     }
     if (filter.tag != null) {
-      where.push('tag = @tag');
       params.tag = filter.tag;
+      residual.push('tag = @tag');
     }
     if (filter.status != null) {
-      where.push('status = @status');
       params.status = filter.status;
+      residual.push('status = @status');
     }
-    return pageOf(this.rm, 'rm_tasks', where, params, first, after, toView);
+    return pagePlanned(this.rm, { table: 'rm_tasks', params, candidates, residual, scope: { index: 'rm_tasks_scope', clause: scope } }, first, after, toView);
   }
 
   /** Failed tasks grouped by name and error message, last changed at or after `since`. */

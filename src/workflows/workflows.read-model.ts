@@ -1,7 +1,8 @@
 import { Inject } from '@nestjs/common';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
-import { PendingRow, QUERY_COUNT_CAP, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, cappedCount, fromJson, updateRow, scopedFilter, toJson } from '../event-store/read-model-db.js';
+import { type Candidate, type ListPlan, countByPlanned, countPlanned, pagePlanned, prepareIndexed } from '../event-store/list-query.js';
+import { PendingRow, QUERY_COUNT_CAP, READ_MODEL_DB, ReadModelDb, RowBatch, RowWriter, fromJson, updateRow, toJson } from '../event-store/read-model-db.js';
 import { Page } from '../graphql/common.types.js';
 import { TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowEvent, WorkflowStatus, baseName } from './domain/workflow.decider.js';
@@ -176,8 +177,16 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_active_base_name ON rm_workflows (app_id, environment, base_name, status) WHERE ${ACTIVE};
       CREATE INDEX IF NOT EXISTS rm_workflows_finished ON rm_workflows (updated_at) WHERE status IN ${FINAL};
       CREATE INDEX IF NOT EXISTS rm_workflows_created ON rm_workflows (app_id, environment, created_at);
-      CREATE INDEX IF NOT EXISTS rm_workflows_status ON rm_workflows (app_id, environment, status, updated_at);
-      CREATE INDEX IF NOT EXISTS rm_workflows_parent ON rm_workflows (parent_id) WHERE parent_id IS NOT NULL;
+      -- Lists read through an index whose last column is seq (list-query.ts): by state, by
+      -- parent (also retention's check for running children), by schedule. They replaced
+      -- rm_workflows_status (…, status, updated_at), whose one other use, the failures page, has
+      -- a partial index of its own, and rm_workflows_parent (parent_id).
+      DROP INDEX IF EXISTS rm_workflows_status;
+      DROP INDEX IF EXISTS rm_workflows_parent;
+      CREATE INDEX IF NOT EXISTS rm_workflows_state ON rm_workflows (app_id, environment, status, seq);
+      CREATE INDEX IF NOT EXISTS rm_workflows_failed ON rm_workflows (app_id, environment, updated_at) WHERE status = 'failed';
+      CREATE INDEX IF NOT EXISTS rm_workflows_children ON rm_workflows (parent_id, seq) WHERE parent_id IS NOT NULL;
+      CREATE INDEX IF NOT EXISTS rm_workflows_schedule ON rm_workflows (schedule_id, seq) WHERE schedule_id IS NOT NULL;
     `);
     this.migrateActivity();
     const columns = this.rm.db.prepare<[], { name: string }>('PRAGMA table_info(rm_workflows)').all();
@@ -275,15 +284,18 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /** One page of the workflows matching `filter`, in dispatch order (or newest first), after the workflow `after`. */
   page(filter: WorkflowFilter, first: number, after?: string | null, newestFirst = false): Page<WorkflowView> {
-    const { where, params } = whereOf(filter);
-    return pageOf(this.rm, 'rm_workflows', where, params, first, after, toView, newestFirst);
+    return pagePlanned(this.rm, planOf(filter), first, after, toView, newestFirst);
   }
 
   /** How many workflows of the filter (its state aside) are in each state. */
   countByStatus(filter: WorkflowFilter, statuses: readonly WorkflowStatus[]): Map<WorkflowStatus, { count: number; capped: boolean }> {
-    const { where, params } = whereOf({ ...filter, status: null });
-    const clause = `${where.join(' AND ')} AND status = @countedStatus`;
-    return new Map(statuses.map((status) => [status, cappedCount(this.rm, 'rm_workflows', clause, { ...params, countedStatus: status })]));
+    const plan = planOf({ ...filter, status: null });
+    // Nothing but the scope: each state's count from the states' index, exact up to the cap.
+    if (plan.candidates.length === 0 && plan.residual.length === 0) {
+      return new Map(statuses.map((status) => [status, countPlanned(this.rm, planOf({ ...filter, status }))]));
+    }
+    const counted = countByPlanned(this.rm, plan, 'status');
+    return new Map(statuses.map((status) => [status, { count: counted.counts.get(status) ?? 0, capped: counted.capped }]));
   }
 
   /** Workflows started, and completed or failed, per minute from `start` to `end` (epoch ms, whole minutes). */
@@ -477,74 +489,82 @@ export class WorkflowsReadModel implements DurableProjection {
  * more): the cost follows the failures, up to that many, never the table.
  */
 export function failureGroupsOf(rm: ReadModelDb, table: string, nameColumn: string): (appId: string, environment: string, since: number) => FailureRow[] {
-  const failed = `FROM ${table} WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since`;
-  const statement = rm.db.prepare<[Record<string, unknown>], Omit<FailureRow, 'ids' | 'capped'> & { ids: string | null }>(
-    `SELECT name, message, count(*) AS count, min(updated_at) AS firstSeen, max(updated_at) AS lastSeen,
+  // The table's partial index of failed rows (`<table>_failed`), named: SQLite, without statistics, might read the failed rows by another index and sort them.
+  const failed = `FROM ${table} INDEXED BY ${table}_failed WHERE app_id = @appId AND environment = @environment AND status = 'failed' AND updated_at >= @since`;
+  const grouped = `SELECT name, message, count(*) AS count, min(updated_at) AS firstSeen, max(updated_at) AS lastSeen,
             group_concat(id, ',' ORDER BY updated_at DESC, id DESC) AS ids
      FROM (SELECT ${nameColumn} AS name, coalesce(json_extract(error, '$.message'), '') AS message, updated_at, id
            ${failed} ORDER BY updated_at DESC LIMIT ${QUERY_COUNT_CAP})
-     GROUP BY name, message ORDER BY lastSeen DESC`,
-  );
-  const more = rm.db.prepare<[Record<string, unknown>], { one: number }>(`SELECT 1 AS one ${failed} ORDER BY updated_at DESC LIMIT 1 OFFSET ${QUERY_COUNT_CAP}`);
+     GROUP BY name, message ORDER BY lastSeen DESC`;
+  const more = `SELECT 1 AS one ${failed} ORDER BY updated_at DESC LIMIT 1 OFFSET ${QUERY_COUNT_CAP}`;
   return (appId, environment, since) => {
     const params = { appId, environment, since };
-    const rows = statement.all(params);
+    // Prepared at each call (the page is read once a refresh), so that a missing index is told.
+    const rows = prepareIndexed(rm, grouped).all(params) as Array<Omit<FailureRow, 'ids' | 'capped'> & { ids: string | null }>;
     // Only a full scan of the cap can have left failures out.
-    const capped = rows.reduce((n, r) => n + r.count, 0) === QUERY_COUNT_CAP && more.get(params) !== undefined;
+    const capped = rows.reduce((n, r) => n + r.count, 0) === QUERY_COUNT_CAP && prepareIndexed(rm, more).get(params) !== undefined;
     return rows.map((r) => ({ ...r, capped, ids: r.ids === null ? [] : r.ids.split(',').slice(0, 500) }));
   };
 }
 
-/** The SQL conditions of a workflow filter. */
-function whereOf(filter: WorkflowFilter): { where: string[]; params: Record<string, unknown> } {
-  const { where, params, add } = scopedFilter(filter.appId, filter.environment);
-  add('(name = @name OR base_name = @name)', 'name', filter.name);
-  add('tag = @tag', 'tag', filter.tag);
-  add('status = @status', 'status', filter.status);
-  add('parent_id = @parentId', 'parentId', filter.parentId);
-  add('schedule_id = @scheduleId', 'scheduleId', filter.scheduleId);
-  add('created_at >= @createdAfter', 'createdAfter', filter.createdAfter?.getTime());
-  add('created_at < @createdBefore', 'createdBefore', filter.createdBefore?.getTime());
-  return { where, params };
-}
-
 /**
- * A page in `seq` order of the rows of `table` matching `where`: after the row `after` when it
- * matches, else after the first matching row whose id sorts after it (ids are time-ordered).
+ * How a workflow filter is read (see list-query.ts): through the index of its most selective
+ * equality, by rule rather than by SQLite's estimate (a parent's children, then a schedule's
+ * firings, a tag, a name, a state, else the whole scope), the other conditions checked on the rows.
  */
-export function pageOf<R extends { id: string; seq: number }, V>(
-  rm: ReadModelDb,
-  table: string,
-  where: string[],
-  params: Record<string, unknown>,
-  first: number,
-  after: string | null | undefined,
-  toView: (row: R) => V,
-  descending = false,
-): Page<V> {
-  const clause = where.join(' AND ');
-  const total = cappedCount(rm, table, clause, params);
-  let from = -Infinity;
-  let inclusive = false;
-  if (after) {
-    const cursor = rm.db.prepare(`SELECT seq FROM ${table} WHERE ${clause} AND id = @after`).get({ ...params, after }) as { seq: number } | undefined;
-    if (cursor) from = cursor.seq;
-    else {
-      const next = rm.db
-        .prepare(`SELECT ${descending ? 'max' : 'min'}(seq) AS seq FROM ${table} WHERE ${clause} AND id ${descending ? '<' : '>'} @after`)
-        .get({ ...params, after }) as { seq: number | null };
-      from = next.seq ?? Infinity;
-      inclusive = true;
-    }
+function planOf(filter: WorkflowFilter): ListPlan {
+  const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
+  const scope = 'app_id = @appId AND environment = @environment';
+  const candidates: Candidate[] = [];
+  const residual: string[] = [];
+  if (filter.parentId != null) {
+    params.parentId = filter.parentId;
+    candidates.push({ scans: [{ index: 'rm_workflows_children', clause: 'parent_id = @parentId' }], condition: 'parent_id = @parentId', ordered: true });
   }
-  const op = descending ? (inclusive ? '<=' : '<') : inclusive ? '>=' : '>';
-  const rows =
-    from === Infinity
-      ? []
-      : (rm.db
-          .prepare(`SELECT * FROM ${table} WHERE ${clause}${from === -Infinity ? '' : ` AND seq ${op} @from`} ORDER BY seq ${descending ? 'DESC' : ''} LIMIT @limit`)
-          .all(from === -Infinity ? { ...params, limit: first + 1 } : { ...params, from, limit: first + 1 }) as R[]);
-  const nodes = rows.slice(0, first).map(toView);
-  const last = rows.length > 0 ? rows[Math.min(rows.length, first) - 1] : undefined;
-  return { nodes, totalCount: total.count, totalCountCapped: total.capped, pageInfo: { endCursor: nodes.length > 0 ? last!.id : null, hasNextPage: rows.length > first } };
+  if (filter.scheduleId != null) {
+    params.scheduleId = filter.scheduleId;
+    candidates.push({ scans: [{ index: 'rm_workflows_schedule', clause: 'schedule_id = @scheduleId' }], condition: 'schedule_id = @scheduleId', ordered: true });
+  }
+  // The children's and the firings' indexes are not scoped: the scope is checked on the rows.
+  if (candidates.length > 0) residual.push(scope);
+  if (filter.tag != null) {
+    params.tag = filter.tag;
+    candidates.push({ scans: [{ index: 'rm_workflows_tag', clause: `${scope} AND tag = @tag` }], condition: 'tag = @tag', ordered: true });
+  }
+  if (filter.name != null) {
+    params.name = filter.name;
+    // A name matches itself and, as a base name, its versions (`Order` → `Order_v2`). A name
+    // without a version is its own base name, so `base_name` alone says it; a versioned one is
+    // read through both indexes (`name`, and `base_name` for `Order_v2_v3`), which never overlap.
+    const versioned = baseName(filter.name) !== filter.name;
+    candidates.push({
+      scans: versioned
+        ? [
+            { index: 'rm_workflows_name', clause: `${scope} AND name = @name` },
+            { index: 'rm_workflows_base_name', clause: `${scope} AND base_name = @name` },
+          ]
+        : [{ index: 'rm_workflows_base_name', clause: `${scope} AND base_name = @name` }],
+      condition: '(name = @name OR base_name = @name)',
+      ordered: true,
+    });
+  }
+  if (filter.status != null) {
+    params.status = filter.status;
+    candidates.push({ scans: [{ index: 'rm_workflows_state', clause: `${scope} AND status = @status` }], condition: 'status = @status', ordered: true });
+  }
+  // A time range has an index too, in time order: it serves counts, not pages.
+  const range: string[] = [];
+  if (filter.createdAfter != null) {
+    params.createdAfter = filter.createdAfter.getTime();
+    range.push('created_at >= @createdAfter');
+  }
+  if (filter.createdBefore != null) {
+    params.createdBefore = filter.createdBefore.getTime();
+    range.push('created_at < @createdBefore');
+  }
+  if (range.length > 0) {
+    const condition = range.join(' AND ');
+    candidates.push({ scans: [{ index: 'rm_workflows_created', clause: `${scope} AND ${condition}`, newest: 'created_at DESC' }], condition, ordered: false });
+  }
+  return { table: 'rm_workflows', params, candidates, residual, scope: { index: 'rm_workflows_scope', clause: scope } };
 }

@@ -45,6 +45,55 @@ export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalM
   return { data, error, reload };
 }
 
+/** A page of a cursor-paginated list, as the API answers it. */
+export interface Connection<N> {
+  nodes: N[];
+  pageInfo: { endCursor: string | null; hasNextPage: boolean };
+}
+
+/**
+ * A list whose first page is polled (`load()`, every `intervalMs`) until older pages are loaded
+ * by cursor (`more`), which then hold the list still until `backToNewest`. A filtered page may
+ * come back short, even empty, with more to search (the API searches a bounded number of rows a
+ * page), so older pages are fetched from the last page's `endCursor`, never as a larger first page.
+ */
+export function useCursorList<D, N>(
+  load: () => Promise<D>,
+  connection: (data: D) => Connection<N>,
+  loadAfter: (after: string) => Promise<Connection<N>>,
+  key: string,
+  intervalMs = 2000,
+): { data: D | undefined; error: string | null; nodes: N[]; hasNextPage: boolean; loadedOlder: boolean; more: () => void; backToNewest: () => void } {
+  const [older, setOlder] = useState<Connection<N> | null>(null);
+  const [moreError, setMoreError] = useState<string | null>(null);
+  useEffect(() => {
+    setOlder(null);
+    setMoreError(null);
+  }, [key]);
+  const { data, error } = usePolling(load, [key], older ? 0 : intervalMs);
+  const shown = older ?? (data ? connection(data) : null);
+  const more = () => {
+    if (!shown?.pageInfo.endCursor) return;
+    const before = shown;
+    loadAfter(before.pageInfo.endCursor!).then(
+      (next) => {
+        setOlder({ nodes: [...before.nodes, ...next.nodes], pageInfo: next.pageInfo });
+        setMoreError(null);
+      },
+      (e) => setMoreError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e)),
+    );
+  };
+  return {
+    data,
+    error: error ?? moreError,
+    nodes: shown?.nodes ?? [],
+    hasNextPage: shown?.pageInfo.hasNextPage ?? false,
+    loadedOlder: older !== null,
+    more,
+    backToNewest: () => setOlder(null),
+  };
+}
+
 const STATE_COLORS: Record<string, string> = {
   RUNNING: 'blue',
   PAUSED: 'yellow',

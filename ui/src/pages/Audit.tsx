@@ -1,18 +1,11 @@
 import { Alert, Anchor, Badge, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { useEffect, useState } from 'react';
-import { ApiError, gql } from '../api';
-import { atLeast, time, usePolling, useSession } from '../shared';
+import { useState } from 'react';
+import { gql } from '../api';
+import { atLeast, time, useCursorList, useSession } from '../shared';
 
 const ACTIONS = ['WorkflowDispatched', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowEventReceived', 'WorkflowRetried', 'TaskDispatched', 'TaskRetried', 'ScheduleCreated', 'SchedulePaused', 'ScheduleResumed', 'ScheduleTriggered', 'ScheduleDeleted'];
 const AUDIT = `query($filter: AuditFilterInput!, $first: Int, $after: String) { auditLog(filter: $filter, first: $first, after: $after) { totalCount totalCountCapped pageInfo { hasNextPage endCursor } nodes { id at actor actorLabel action streamId name } } }`;
 const PAGE = 100;
-
-/** The entries shown once older pages were loaded (the list then stops refreshing), and where the next page starts. */
-interface Loaded {
-  nodes: any[];
-  endCursor: string | null;
-  hasNextPage: boolean;
-}
 
 export function AuditPage() {
   const { scope } = useSession();
@@ -20,27 +13,14 @@ export function AuditPage() {
   const [action, setAction] = useState<string | null>(null);
   const [search, setSearch] = useState('');
   const filter = { ...scope, ...(actor ? { actor } : {}), ...(action ? { action } : {}), ...(search ? { search } : {}) };
-  const key = JSON.stringify(filter);
-  // Older pages are fetched by cursor: a filtered page searches a bounded number of actions, so it
-  // may come back short (even empty) with more to search. While they are shown, the list holds still.
-  const [loaded, setLoaded] = useState<Loaded | null>(null);
-  const [moreError, setMoreError] = useState<string | null>(null);
-  useEffect(() => {
-    setLoaded(null);
-    setMoreError(null);
-  }, [key]);
-  const { data, error } = usePolling(() => gql(AUDIT, { filter, first: PAGE }), [key], loaded ? 0 : 5000);
-  const shown: Loaded | null = loaded ?? (data ? { nodes: data.auditLog.nodes, ...data.auditLog.pageInfo } : null);
-  const loadMore = async () => {
-    if (!shown) return;
-    try {
-      const more = await gql(AUDIT, { filter, first: PAGE, after: shown.endCursor });
-      setLoaded({ nodes: [...shown.nodes, ...more.auditLog.nodes], ...more.auditLog.pageInfo });
-      setMoreError(null);
-    } catch (e) {
-      setMoreError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
-    }
-  };
+  const list = useCursorList(
+    () => gql(AUDIT, { filter, first: PAGE }),
+    (data: any) => data.auditLog,
+    async (after) => (await gql(AUDIT, { filter, first: PAGE, after })).auditLog,
+    JSON.stringify(filter),
+    5000,
+  );
+  const { data, error } = list;
   return (
     <Stack>
       <Title order={3}>Audit</Title>
@@ -52,7 +32,7 @@ export function AuditPage() {
         <Select label="Action" data={ACTIONS} value={action} onChange={setAction} clearable placeholder="any" />
         <TextInput label="Search" value={search} onChange={(e) => setSearch(e.currentTarget.value)} />
       </Group>
-      {(error ?? moreError) && <Alert color="red">{error ?? moreError}</Alert>}
+      {error && <Alert color="red">{error}</Alert>}
       <Text size="sm" c="dimmed">
         {data ? `${atLeast(data.auditLog.totalCount, data.auditLog.totalCountCapped)} actions` : 'Loading…'}
       </Text>
@@ -66,7 +46,7 @@ export function AuditPage() {
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {(shown?.nodes ?? []).map((e: any) => (
+          {list.nodes.map((e: any) => (
             <Table.Tr key={e.id}>
               <Table.Td>{time(e.at)}</Table.Td>
               <Table.Td>
@@ -88,13 +68,13 @@ export function AuditPage() {
         </Table.Tbody>
       </Table>
       <Group>
-        {shown?.hasNextPage && (
-          <Button variant="default" onClick={() => void loadMore()}>
+        {list.hasNextPage && (
+          <Button variant="default" onClick={list.more}>
             Load older actions
           </Button>
         )}
-        {loaded && (
-          <Button variant="subtle" onClick={() => setLoaded(null)}>
+        {list.loadedOlder && (
+          <Button variant="subtle" onClick={list.backToNewest}>
             Back to the newest (refreshing)
           </Button>
         )}

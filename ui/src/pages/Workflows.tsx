@@ -2,7 +2,7 @@ import { Alert, Anchor, Badge, Button, Card, Group, Select, Stack, Table, Text, 
 import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { gql } from '../api';
-import { StateBadge, atLeast, shortId, time, usePolling, useSession } from '../shared';
+import { StateBadge, atLeast, shortId, time, useCursorList, usePolling, useSession } from '../shared';
 
 const STATES = ['RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'TERMINATED'];
 const RANGES: Record<string, number | null> = { 'Last 15 minutes': 15, 'Last hour': 60, 'Last 24 hours': 1440, 'Last 7 days': 10080, 'Any time': null };
@@ -11,6 +11,10 @@ const LIST = `query($filter: WorkflowFilterInput!, $first: Int, $after: String) 
   workflows(filter: $filter, first: $first, after: $after, newestFirst: true) { totalCount totalCountCapped pageInfo { endCursor hasNextPage } nodes { id name version tag state createdAt updatedAt error } }
   workflowCounts(filter: $filter) { state count capped }
 }`;
+const OLDER = `query($filter: WorkflowFilterInput!, $first: Int, $after: String) {
+  workflows(filter: $filter, first: $first, after: $after, newestFirst: true) { pageInfo { endCursor hasNextPage } nodes { id name version tag state createdAt updatedAt error } }
+}`;
+const PAGE = 50;
 const ACTIVITY = `query($appId: String!, $environment: String!) { workflowActivity(appId: $appId, environment: $environment, minutes: 30) { at started completed failed } }`;
 
 export function WorkflowsPage() {
@@ -20,7 +24,6 @@ export function WorkflowsPage() {
   const [state, setState] = useState<string | null>(null);
   const [range, setRange] = useState('Any time');
   const [search, setSearch] = useState('');
-  const [pages, setPages] = useState(1);
 
   const minutes = RANGES[range];
   const filter = {
@@ -30,7 +33,13 @@ export function WorkflowsPage() {
     ...(state ? { state } : {}),
     ...(minutes ? { createdAfter: new Date(Date.now() - minutes * 60_000).toISOString() } : {}),
   };
-  const { data, error } = usePolling(() => gql(LIST, { filter, first: 50 * pages }), [JSON.stringify({ ...filter, createdAfter: range }), pages]);
+  const list = useCursorList(
+    () => gql(LIST, { filter, first: PAGE }),
+    (data: any) => data.workflows,
+    async (after) => (await gql(OLDER, { filter, first: PAGE, after })).workflows,
+    JSON.stringify({ ...filter, createdAfter: range }),
+  );
+  const { data, error } = list;
   const activity = usePolling(() => gql(ACTIVITY, scope), [scope.appId, scope.environment], 5000);
 
   return (
@@ -92,7 +101,7 @@ export function WorkflowsPage() {
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {(data?.workflows.nodes ?? []).map((w: any) => (
+          {list.nodes.map((w: any) => (
             <Table.Tr key={w.id}>
               <Table.Td>
                 <Anchor href={`#/workflows/${w.id}`} ff="monospace" size="sm">
@@ -110,11 +119,18 @@ export function WorkflowsPage() {
           ))}
         </Table.Tbody>
       </Table>
-      {data?.workflows.pageInfo.hasNextPage && (
-        <Button variant="default" onClick={() => setPages(pages + 1)}>
-          Load more
-        </Button>
-      )}
+      <Group>
+        {list.hasNextPage && (
+          <Button variant="default" onClick={list.more}>
+            Load more
+          </Button>
+        )}
+        {list.loadedOlder && (
+          <Button variant="subtle" onClick={list.backToNewest}>
+            Back to the newest (refreshing)
+          </Button>
+        )}
+      </Group>
     </Stack>
   );
 }
