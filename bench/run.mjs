@@ -115,6 +115,17 @@ function tableRows(r) {
         raw ? `${fmt.ratio(e.fullSummary.eventsPerSec.median / raw)} (${fmt.int(e.fullSummary.eventsPerSec.median)} events/s ÷ appends/s)` : '',
       );
       add('2 end to end', `  dispatch→first ${noun} p50 / p99 ms, full load`, `${ms(e.fullSummary.latencyP50.median)} / ${ms(e.fullSummary.latencyP99.median)}`);
+      // At most N in flight, each completed before the next is dispatched: as Restate is driven.
+      if (e.closed) {
+        const restate = peers.restate?.available ? peers.restate : null;
+        add(
+          '2 end to end',
+          `  dispatch→first ${noun} p50 / p99 ms, full load, ≤ ${e.closed.inFlight} in flight`,
+          `${ms(e.closed.latency.p50)} / ${ms(e.closed.latency.p99)}`,
+          restate ? `Restate ${ms(restate.fullSummary.latencyP50.median)} / ${ms(restate.fullSummary.latencyP99.median)} (≤ ${restate.inFlight ?? 200} in flight)` : `${fmt.int(e.closed.completedPerSec)} completed/s`,
+          restate ? `×${fmt.ratio(e.closed.latency.p50 / restate.fullSummary.latencyP50.median)} p50 Baton/Restate` : '',
+        );
+      }
       add(
         '2 end to end',
         `  dispatch→first ${noun} p50 / p99 ms, fixed ${s.fixedRate}/s`,

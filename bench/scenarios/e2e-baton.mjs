@@ -21,7 +21,32 @@ const VARIANTS = {
   inline: { workflow: 'BenchTwoStepInline', startEvent: null },
 };
 
-async function runBatch(ctx, { count, rate, concurrency, label }) {
+/**
+ * Resolves `wait(id)` when the workflow's WorkflowCompleted is in the store: one reader for all,
+ * reading the log's new completions every 2 ms (a closed loop, as Restate's request-response
+ * calls are).
+ */
+function completions(reader, after) {
+  const statement = reader.db.prepare("SELECT position, stream_id FROM events WHERE position > ? AND type = 'WorkflowCompleted' ORDER BY position");
+  const done = new Set();
+  const waiting = new Map();
+  let position = after;
+  const timer = setInterval(() => {
+    for (const row of statement.all(position)) {
+      position = row.position;
+      const id = row.stream_id.slice('workflow-'.length);
+      done.add(id);
+      waiting.get(id)?.();
+      waiting.delete(id);
+    }
+  }, 2);
+  return {
+    wait: (id) => (done.has(id) ? undefined : new Promise((resolve) => waiting.set(id, resolve))),
+    stop: () => clearInterval(timer),
+  };
+}
+
+async function runBatch(ctx, { count, rate, concurrency, closedLoop = false, label }) {
   const { reader, obsFile, log, variant } = ctx;
   // Where the dispatches go: the worker's own service, or another instance on the same store.
   const svc = ctx.dispatchTo ?? ctx.svc;
@@ -42,8 +67,11 @@ async function runBatch(ctx, { count, rate, concurrency, label }) {
       return;
     }
     sent.set(id, t);
+    // Closed loop: this lane dispatches its next workflow once this one completed.
+    if (closedLoop) await completed.wait(id);
   };
-  const errors = rate ? await atRate(count, rate, job) : await pool(count, concurrency, job);
+  const completed = closedLoop ? completions(reader, startPos) : null;
+  const errors = rate ? await atRate(count, rate, job) : await pool(count, concurrency, job).finally(() => completed?.stop());
   const dispatchedAt = now();
   const expected = sent.size;
   const timeoutMs = Math.max(60_000, count * 20);
@@ -94,7 +122,7 @@ async function runBatch(ctx, { count, rate, concurrency, label }) {
  * One variant on a service and worker of its own, so each starts from the same state (a fresh
  * process, an empty store) and gets its own warm-up.
  */
-async function runVariant(variant, { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency, log }) {
+async function runVariant(variant, { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency, inFlight, log }) {
   const svc = await startBaton();
   const obsFile = `${svc.storeFile}.obs`;
   const worker = await startWorker(svc, { concurrency: workerConcurrency, obsFile });
@@ -107,7 +135,16 @@ async function runVariant(variant, { fixedRate, fixedSeconds, fullCount, fullRun
     const fixed = await runBatch(ctx, { count: fixedRate * fixedSeconds, rate: fixedRate, label: `fixed ${fixedRate}/s` });
     const full = [];
     for (let r = 0; r < fullRuns; r++) full.push(await runBatch(ctx, { count: fullCount, concurrency, label: `full load ${r + 1}/${fullRuns}` }));
+    // As Restate is driven (peers.mjs): at most `inFlight` workflows in flight, each lane waiting
+    // for its workflow to complete before dispatching the next. The full-load batches above
+    // dispatch as fast as 50 clients go, so their first task waits behind the whole backlog.
+    // Its lanes' connections are opened first, as the peer's are by its warm-up at that concurrency:
+    // a busy Node server accepts one new connection per turn of its event loop (libuv ≥ 1.45), so
+    // 150 connections opened at once under load would put about a second into the figure.
+    await pool(inFlight, inFlight, () => httpJson(`${svc.url}/graphql`, { body: { query: '{ __typename }' }, headers: { authorization: `Bearer ${svc.token}` } }));
+    const closed = await runBatch(ctx, { count: fullCount, concurrency: inFlight, closedLoop: true, label: `full load, at most ${inFlight} in flight` });
     return {
+      closed: { ...closed, inFlight },
       workflow: variant.workflow,
       serverLatencyTo: variant.startEvent,
       fixed,
@@ -154,8 +191,8 @@ export async function runTwoInstances({ fixedRate, fixedSeconds, workerConcurren
 }
 
 /** The task variant's figures at the top level (as before), the inline variant's under `inline`, two instances under `twoInstances`. */
-export async function e2eBaton({ fixedRate, fixedSeconds, fullCount, fullRuns, concurrency = 50, workerConcurrency = 100, log }) {
-  const settings = { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency };
+export async function e2eBaton({ fixedRate, fixedSeconds, fullCount, fullRuns, concurrency = 50, workerConcurrency = 100, inFlight = 200, log }) {
+  const settings = { fixedRate, fixedSeconds, fullCount, fullRuns, concurrency, workerConcurrency, inFlight };
   const tasks = await runVariant(VARIANTS.tasks, { ...settings, log });
   const inline = await runVariant(VARIANTS.inline, { ...settings, log });
   const twoInstances = await runTwoInstances({ ...settings, log });
