@@ -94,6 +94,24 @@ export function useCursorList<D, N>(
   };
 }
 
+/** The buttons under a `useCursorList`: load the next older page, and go back to the refreshing newest page. */
+export function CursorListButtons({ list, moreLabel }: { list: { hasNextPage: boolean; loadedOlder: boolean; more: () => void; backToNewest: () => void }; moreLabel: string }) {
+  return (
+    <Group>
+      {list.hasNextPage && (
+        <Button variant="default" onClick={list.more}>
+          {moreLabel}
+        </Button>
+      )}
+      {list.loadedOlder && (
+        <Button variant="subtle" onClick={list.backToNewest}>
+          Back to the newest (refreshing)
+        </Button>
+      )}
+    </Group>
+  );
+}
+
 const STATE_COLORS: Record<string, string> = {
   RUNNING: 'blue',
   PAUSED: 'yellow',

@@ -1,7 +1,7 @@
-import { Alert, Anchor, Badge, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Alert, Anchor, Badge, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
 import { gql } from '../api';
-import { atLeast, time, useCursorList, useSession } from '../shared';
+import { CursorListButtons, atLeast, time, useCursorList, useSession } from '../shared';
 
 const ACTIONS = ['WorkflowDispatched', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowEventReceived', 'WorkflowRetried', 'TaskDispatched', 'TaskRetried', 'ScheduleCreated', 'SchedulePaused', 'ScheduleResumed', 'ScheduleTriggered', 'ScheduleDeleted'];
 const AUDIT = `query($filter: AuditFilterInput!, $first: Int, $after: String) { auditLog(filter: $filter, first: $first, after: $after) { totalCount totalCountCapped pageInfo { hasNextPage endCursor } nodes { id at actor actorLabel action streamId name } } }`;
@@ -67,18 +67,7 @@ export function AuditPage() {
           ))}
         </Table.Tbody>
       </Table>
-      <Group>
-        {list.hasNextPage && (
-          <Button variant="default" onClick={list.more}>
-            Load older actions
-          </Button>
-        )}
-        {list.loadedOlder && (
-          <Button variant="subtle" onClick={list.backToNewest}>
-            Back to the newest (refreshing)
-          </Button>
-        )}
-      </Group>
+      <CursorListButtons list={list} moreLabel="Load older actions" />
     </Stack>
   );
 }

@@ -2,7 +2,7 @@ import { Alert, Anchor, Badge, Button, Card, Group, Select, Stack, Table, Text, 
 import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { gql } from '../api';
-import { StateBadge, atLeast, shortId, time, useCursorList, usePolling, useSession } from '../shared';
+import { CursorListButtons, StateBadge, atLeast, shortId, time, useCursorList, usePolling, useSession } from '../shared';
 
 const STATES = ['RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'TERMINATED'];
 const RANGES: Record<string, number | null> = { 'Last 15 minutes': 15, 'Last hour': 60, 'Last 24 hours': 1440, 'Last 7 days': 10080, 'Any time': null };
@@ -119,18 +119,7 @@ export function WorkflowsPage() {
           ))}
         </Table.Tbody>
       </Table>
-      <Group>
-        {list.hasNextPage && (
-          <Button variant="default" onClick={list.more}>
-            Load more
-          </Button>
-        )}
-        {list.loadedOlder && (
-          <Button variant="subtle" onClick={list.backToNewest}>
-            Back to the newest (refreshing)
-          </Button>
-        )}
-      </Group>
+      <CursorListButtons list={list} moreLabel="Load more" />
     </Stack>
   );
 }
