@@ -80,6 +80,7 @@ function newestWindow(chosen: ChosenScan, columns: string): string {
   if (chosen.scans.length === 1) return one(chosen.scans[0], '');
   return `SELECT * FROM (${chosen.scans.map((s) => `SELECT * FROM (${one(s, ', seq')})`).join(' UNION ALL ')}) ORDER BY seq DESC LIMIT ${limit}`;
 }
+
 type CursorOp = '' | '>' | '>=' | '<' | '<=';
 
 /** The statements a chosen scan runs, built apart from running them so tests can ask SQLite for their plans. */
@@ -99,15 +100,14 @@ export function listStatements(chosen: ChosenScan, order: Order, cursor: CursorO
     /** The page's rows: `first + 1` of them, up to the window's end when there is one. */
     page: (bounded: boolean) => union('*', `${after}${bounded ? windowEnd : ''}${residual}`, '@limit'),
     /**
-     * Where the window of `QUERY_COUNT_CAP` entries past the cursor ends (no row: it reaches the
-     * end of the index). Reads the index alone.
+     * Where the window of `QUERY_COUNT_CAP` entries past the cursor ends, and its row's id (no
+     * row: it reaches the end of the index). SQLite skips an offset's rows before it reads their
+     * columns, so one row is read besides the index.
      */
     bound:
       chosen.scans.length === 1
-        ? scan(chosen.scans[0], 'seq', after, ` ORDER BY seq ${order} LIMIT 1 OFFSET ${QUERY_COUNT_CAP - 1}`)
-        : `SELECT seq FROM (${union('seq', after, String(QUERY_COUNT_CAP))}) ORDER BY seq ${order} LIMIT 1 OFFSET ${QUERY_COUNT_CAP - 1}`,
-    /** The id of the row at `@bound` (`seq` is unique; the scope's index finds it). */
-    boundId: `SELECT id FROM ${chosen.table} WHERE app_id = @appId AND environment = @environment AND seq = @bound`,
+        ? scan(chosen.scans[0], 'seq, id', after, ` ORDER BY seq ${order} LIMIT 1 OFFSET ${QUERY_COUNT_CAP - 1}`)
+        : `SELECT seq, id FROM (${union('seq, id', after, String(QUERY_COUNT_CAP))}) ORDER BY seq ${order} LIMIT 1 OFFSET ${QUERY_COUNT_CAP - 1}`,
     /**
      * Counts over a window of at most one entry past the cap, newest first in the index's order:
      * how many entries it holds (`scanned`; past the cap, the count stopped) and how many of them
@@ -199,12 +199,11 @@ export function pagePlanned<R extends { id: string; seq: number }, V>(
   const params = { ...plan.params, from: cursor.from, limit: first + 1 };
   // Conditions left to check are checked within a window of the index (without them every entry
   // matches; an index out of order is small enough to be read whole).
-  const bound = chosen.residual.length === 0 || !chosen.ordered ? undefined : (prepareIndexed(rm, statements.bound).get(params) as { seq: number } | undefined)?.seq;
-  const rows = prepareIndexed(rm, statements.page(bound !== undefined)).all({ ...params, bound }) as R[];
+  const end = chosen.residual.length === 0 || !chosen.ordered ? undefined : (prepareIndexed(rm, statements.bound).get(params) as { seq: number; id: string } | undefined);
+  const rows = prepareIndexed(rm, statements.page(end !== undefined)).all({ ...params, bound: end?.seq }) as R[];
   const nodes = rows.slice(0, first).map(toView);
   const page = (endCursor: string | null, hasNextPage: boolean): Page<V> => ({ nodes, totalCount: total.count, totalCountCapped: total.capped, pageInfo: { endCursor, hasNextPage } });
   if (rows.length > first) return page(rows[first - 1].id, true);
   // A short page: the end of the matches, or of the window searched (the next page goes on from there).
-  if (bound === undefined) return page(rows.at(-1)?.id ?? null, false);
-  return page((rm.db.prepare(statements.boundId).get({ ...plan.params, bound }) as { id: string }).id, true);
+  return end === undefined ? page(rows.at(-1)?.id ?? null, false) : page(end.id, true);
 }
