@@ -508,9 +508,9 @@ export function failureGroupsOf(rm: ReadModelDb, table: string, nameColumn: stri
 }
 
 /**
- * How a workflow filter is read (see list-query.ts): through the index of its most selective
- * equality, by rule rather than by SQLite's estimate (a parent's children, then a schedule's
- * firings, a tag, a name, a state, else the whole scope), the other conditions checked on the rows.
+ * How a workflow filter can be read (see list-query.ts): each of its conditions that has an index
+ * of its own is a candidate (a parent's children, a schedule's firings, a tag, a name, a state, a
+ * time range); the one with the fewest entries is read and the others are checked on its rows.
  */
 function planOf(filter: WorkflowFilter): ListPlan {
   const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
@@ -552,7 +552,7 @@ function planOf(filter: WorkflowFilter): ListPlan {
     params.status = filter.status;
     candidates.push({ scans: [{ index: 'rm_workflows_state', clause: `${scope} AND status = @status` }], condition: 'status = @status', ordered: true });
   }
-  // A time range has an index too, in time order: it serves counts, not pages.
+  // A time range has an index too, in time order: it serves counts, and pages when it holds at most the cap.
   const range: string[] = [];
   if (filter.createdAfter != null) {
     params.createdAfter = filter.createdAfter.getTime();
