@@ -83,8 +83,8 @@ function newestWindow(chosen: ChosenScan, columns: string): string {
 
 type CursorOp = '' | '>' | '>=' | '<' | '<=';
 
-/** The statements a chosen scan runs, built apart from running them so tests can ask SQLite for their plans. */
-export function listStatements(chosen: ChosenScan, order: Order, cursor: CursorOp) {
+/** The statements a chosen scan runs. */
+function listStatements(chosen: ChosenScan, order: Order, cursor: CursorOp) {
   const after = cursor === '' ? '' : ` AND seq ${cursor} @from`;
   const residual = chosen.residual.length > 0 ? ` AND ${chosen.residual.join(' AND ')}` : '';
   const residualExpr = chosen.residual.length > 0 ? chosen.residual.join(' AND ') : '1';
@@ -130,7 +130,7 @@ function entries(rm: ReadModelDb, table: string, candidate: Candidate, params: R
  * holds at most the cap (then all its entries are read and sorted, a bounded cost). The other
  * candidates' conditions go to the residual; with no candidate, the scope's index is read.
  */
-export function choose(rm: ReadModelDb, plan: ListPlan, forPage: boolean, sizes = new Map<Candidate, number>()): ChosenScan {
+function choose(rm: ReadModelDb, plan: ListPlan, forPage: boolean, sizes = new Map<Candidate, number>()): ChosenScan {
   const size = (candidate: Candidate) => {
     let n = sizes.get(candidate);
     if (n === undefined) sizes.set(candidate, (n = entries(rm, plan.table, candidate, plan.params)));
