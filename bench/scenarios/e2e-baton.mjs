@@ -139,7 +139,7 @@ async function runVariant(variant, { fixedRate, fixedSeconds, fullCount, fullRun
     // for its workflow to complete before dispatching the next. The full-load batches above
     // dispatch as fast as 50 clients go, so their first task waits behind the whole backlog.
     // Its lanes' connections are opened first, as the peer's are by its warm-up at that concurrency:
-    // a busy Node server accepts one new connection per turn of its event loop (libuv ≥ 1.45), so
+    // a busy Node server accepts one new connection per turn of its event loop (libuv, Node 20 to 24), so
     // 150 connections opened at once under load would put about a second into the figure.
     await pool(inFlight, inFlight, () => httpJson(`${svc.url}/graphql`, { body: { query: '{ __typename }' }, headers: { authorization: `Bearer ${svc.token}` } }));
     const closed = await runBatch(ctx, { count: fullCount, concurrency: inFlight, closedLoop: true, label: `full load, at most ${inFlight} in flight` });

@@ -12,6 +12,9 @@ export interface Session {
 export const SessionContext = createContext<Session | null>(null);
 export const useSession = (): Session => useContext(SessionContext)!;
 
+/** An API error as the pages show it: its code and message. */
+const errorText = (e: unknown): string => (e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+
 /** Loads `load()` now and every `intervalMs` (live updates without reloading the page). */
 export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalMs = 2000): { data: T | undefined; error: string | null; reload: () => void } {
   const [data, setData] = useState<T>();
@@ -31,7 +34,7 @@ export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalM
           setError(null);
         }
       } catch (e) {
-        if (alive) setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+        if (alive) setError(errorText(e));
       }
       if (alive && intervalMs > 0) timer = setTimeout(run, intervalMs);
     };
@@ -80,7 +83,7 @@ export function useCursorList<D, N>(
         setOlder({ nodes: [...before.nodes, ...next.nodes], pageInfo: next.pageInfo });
         setMoreError(null);
       },
-      (e) => setMoreError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e)),
+      (e) => setMoreError(errorText(e)),
     );
   };
   return {
@@ -199,7 +202,7 @@ export function useAction(after?: () => void): { run: (action: () => Promise<unk
       await action();
       after?.();
     } catch (e) {
-      setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      setError(errorText(e));
     }
   };
   return { run, error };
