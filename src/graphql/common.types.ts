@@ -3,8 +3,14 @@ import { ArgsType, Field, ID, InputType, Int, ObjectType } from '@nestjs/graphql
 import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { QUERY_COUNT_CAP } from '../event-store/read-model-db.js';
 
-/** No control characters (C0, DEL, C1). */
-export const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/;
+/**
+ * No control characters (C0, DEL, C1) and no unpaired UTF-16 surrogate: SQLite stores text as
+ * UTF-8, where a lone surrogate becomes U+FFFD, so the read models would hold another string
+ * than the event. Surrogate pairs (emoji and other astral characters) are fine.
+ */
+export const PRINTABLE = /^(?:[^\u0000-\u001f\u007f-\u009f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
+/** What a value that fails `PRINTABLE` is told. */
+export const PRINTABLE_MESSAGE = 'must not contain control characters or unpaired surrogates';
 
 /** Fields every input (and query arguments) carry: which application, in which environment. */
 @InputType({ isAbstract: true })
@@ -14,14 +20,14 @@ export abstract class AppScopedInput {
   @IsString()
   @IsNotEmpty()
   @MaxLength(128)
-  @Matches(PRINTABLE, { message: 'must not contain control characters' })
+  @Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })
   appId: string;
 
   @Field({ description: 'Environment of the application, a free string such as "production" (1–128 characters).' })
   @IsString()
   @IsNotEmpty()
   @MaxLength(128)
-  @Matches(PRINTABLE, { message: 'must not contain control characters' })
+  @Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })
   environment: string;
 }
 
@@ -32,7 +38,7 @@ export function NameField(description: string): PropertyDecorator {
     IsString()(target, key);
     IsNotEmpty()(target, key);
     MaxLength(256)(target, key);
-    Matches(PRINTABLE, { message: 'must not contain control characters' })(target, key);
+    Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })(target, key);
   };
 }
 
@@ -51,7 +57,7 @@ export function OptionalTagField(description: string): PropertyDecorator {
     IsString()(target, key);
     IsNotEmpty()(target, key);
     MaxLength(256)(target, key);
-    Matches(PRINTABLE, { message: 'must not contain control characters' })(target, key);
+    Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })(target, key);
   };
 }
 

@@ -3,7 +3,7 @@ import { Field } from '@nestjs/graphql';
 import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import { BadUserInputError } from '../shared/errors.js';
-import { PRINTABLE } from './common.types.js';
+import { PRINTABLE, PRINTABLE_MESSAGE } from './common.types.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const MAX_KEY_LENGTH = 256;
@@ -46,6 +46,6 @@ export function IdempotencyKeyField(what: 'workflow' | 'task'): PropertyDecorato
     IsString()(target, key);
     IsNotEmpty()(target, key);
     MaxLength(MAX_KEY_LENGTH)(target, key);
-    Matches(PRINTABLE, { message: 'must not contain control characters' })(target, key);
+    Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })(target, key);
   };
 }

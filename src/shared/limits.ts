@@ -123,6 +123,11 @@ export function checkJsonValue(field: string, value: unknown, limits: InputLimit
     if (value.length > limits.stringLength) throw new BadUserInputError(field, `holds a string longer than ${limits.stringLength} characters`);
     return;
   }
+  // `1e400` parses to Infinity, which JSON.stringify would store as null: refused instead.
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new BadUserInputError(field, 'holds a number beyond the range of a double (it would be stored as null)');
+    return;
+  }
   if (typeof value !== 'object' || value === null) return;
   if (depth >= limits.jsonDepth) throw new BadUserInputError(field, `is nested deeper than ${limits.jsonDepth} levels`);
   if (Array.isArray(value)) {

@@ -1,6 +1,6 @@
 import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
 import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { PRINTABLE, Paginated } from '../graphql/common.types.js';
+import { PRINTABLE, PRINTABLE_MESSAGE, Paginated } from '../graphql/common.types.js';
 import { WorkflowView } from './workflows.read-model.js';
 
 export enum WorkflowState {
@@ -52,7 +52,7 @@ export class WorkflowSelectorInput {
   @IsString()
   @IsNotEmpty()
   @MaxLength(256)
-  @Matches(PRINTABLE, { message: 'must not contain control characters' })
+  @Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })
   name?: string | null;
 
   @Field(() => String, { nullable: true, description: 'Only together with `name`: the tag given at dispatch.' })
@@ -60,7 +60,7 @@ export class WorkflowSelectorInput {
   @IsString()
   @IsNotEmpty()
   @MaxLength(256)
-  @Matches(PRINTABLE, { message: 'must not contain control characters' })
+  @Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })
   tag?: string | null;
 }
 

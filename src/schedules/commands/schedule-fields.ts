@@ -1,6 +1,6 @@
 import { Field, ID, InputType, Int } from '@nestjs/graphql';
 import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { AppScopedInput, PRINTABLE } from '../../graphql/common.types.js';
+import { AppScopedInput, PRINTABLE, PRINTABLE_MESSAGE } from '../../graphql/common.types.js';
 
 /** Longest catch-up window accepted (as SCHEDULE_CATCH_UP_MS): 7 days. */
 export const MAX_CATCH_UP_WINDOW_MS = 7 * 24 * 3_600_000;
@@ -14,7 +14,7 @@ export function CronField(): PropertyDecorator {
     IsString()(target, key);
     IsNotEmpty()(target, key);
     MaxLength(256)(target, key);
-    Matches(PRINTABLE, { message: 'must not contain control characters' })(target, key);
+    Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })(target, key);
   };
 }
 
