@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { QUERY_COUNT_CAP, ReadModelDb } from '../event-store/read-model-db.js';
+import type { ReadFence } from '../event-store/read-fence.js';
 import { TokensReadModel } from '../tokens/tokens.projection.js';
 import { AuditReadModel } from './audit.read-model.js';
 import { AuditResolver } from './audit.resolver.js';
@@ -97,18 +98,20 @@ describe('audit log pages', () => {
 });
 
 describe('auditLog (the resolver)', () => {
-  it('gives the position a short page searched to as its endCursor, and the next page goes on from it', () => {
+  it('gives the position a short page searched to as its endCursor, and the next page goes on from it', async () => {
     const n = QUERY_COUNT_CAP + 30;
     const { rm, model } = withEntries(n, [n - 5, 10]);
     const tokens = new TokensReadModel(rm);
     tokens.migrate();
-    const resolver = new AuditResolver(model, tokens);
+    // One store, one instance: the read models are at the head already (the fence is the integration tests' subject).
+    const atHead = { upToHead: async () => 0n } as unknown as ReadFence;
+    const resolver = new AuditResolver(model, tokens, atHead);
     const principal = { tokenId: 'tok_a', apps: ['a'], environments: null, role: 'admin' as const };
     const ask = (after?: string) => resolver.auditLog(principal, { filter: { ...scope, actor: 'tok_rare' }, first: 20, after } as never);
-    const first = ask();
+    const first = await ask();
     expect(first.nodes.map((e) => e.name)).toEqual(['Needle']);
     expect(first.pageInfo).toEqual({ hasNextPage: true, endCursor: String((n - QUERY_COUNT_CAP + 1) * 2) });
-    const next = ask(first.pageInfo.endCursor!);
+    const next = await ask(first.pageInfo.endCursor!);
     expect(next.nodes.map((e) => Number(e.id) / 2)).toEqual([10]);
     expect(next.pageInfo).toEqual({ hasNextPage: false, endCursor: String(20) });
   });

@@ -8,6 +8,7 @@ import { Requires } from '../tokens/roles.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { TokensReadModel } from '../tokens/tokens.projection.js';
 import { AuditReadModel } from './audit.read-model.js';
+import { ReadFence } from '../event-store/read-fence.js';
 
 @InputType({ description: 'Which API actions to list.' })
 export class AuditFilterInput extends AppScopedInput {
@@ -81,13 +82,15 @@ export class AuditResolver {
   constructor(
     private readonly audit: AuditReadModel,
     private readonly tokens: TokensReadModel,
+    private readonly fence: ReadFence,
   ) {}
 
   @Requires('read')
   @Query(() => AuditConnection, { description: "An app's API actions (dispatches, control actions, retries, schedule changes) by actor and time, newest first: the event log read as an audit log." })
-  auditLog(@CurrentPrincipal() principal: Principal, @Args() args: AuditArgs): AuditConnection {
+  async auditLog(@CurrentPrincipal() principal: Principal, @Args() args: AuditArgs): Promise<AuditConnection> {
     assertScope(principal, args.filter.appId, args.filter.environment);
     if (args.after != null && !/^\d{1,19}$/.test(args.after)) throw new BadUserInputError('after', 'must be a cursor (endCursor) from an earlier page');
+    await this.fence.upToHead();
     const page = this.audit.page(args.filter, args.first ?? 50, args.after == null ? null : BigInt(args.after));
     const nodes = page.entries.map((e) => ({
       id: String(e.position),

@@ -7,6 +7,7 @@ import { Requires } from '../tokens/roles.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { type FailureRow, WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 import { QUERY_COUNT_CAP } from '../event-store/read-model-db.js';
+import { ReadFence } from '../event-store/read-fence.js';
 
 export enum FailureKind {
   WORKFLOW = 'WORKFLOW',
@@ -52,12 +53,14 @@ export class FailuresResolver {
   constructor(
     private readonly workflows: WorkflowsReadModel,
     private readonly tasks: TasksReadModel,
+    private readonly fence: ReadFence,
   ) {}
 
   @Requires('read')
   @Query(() => [FailureGroup], { description: 'FAILED workflows and standalone tasks grouped by name and error message, most recent group first. Retrying them (retryWorkflows, retryTask) takes them out.' })
-  failures(@CurrentPrincipal() principal: Principal, @Args() args: FailuresArgs): FailureGroup[] {
+  async failures(@CurrentPrincipal() principal: Principal, @Args() args: FailuresArgs): Promise<FailureGroup[]> {
     assertScope(principal, args.appId, args.environment);
+    await this.fence.upToHead();
     const since = args.since?.getTime() ?? 0;
     // Grouped in SQL: the cost follows the number of failures (at most QUERY_COUNT_CAP of each kind), never the number of workflows.
     const group = (kind: FailureKind) => (r: FailureRow): FailureGroup => ({

@@ -7,6 +7,7 @@ import { baseName } from '../workflows/domain/workflow.decider.js';
 import { EngineState } from './engine-state.js';
 import { WorkerRegistry } from './worker-registry.js';
 import { WorkKind } from './worker-protocol.types.js';
+import { ReadFence } from '../event-store/read-fence.js';
 
 @ObjectType('ConnectedWorker', { description: 'A worker process this instance has seen polling (in the last day).' })
 export class ConnectedWorkerType {
@@ -54,14 +55,17 @@ export class WorkersQueryResolver {
   constructor(
     private readonly registry: WorkerRegistry,
     private readonly engine: EngineState,
+    private readonly fence: ReadFence,
   ) {}
 
   @Requires('read')
   @Query(() => WorkersOverviewType, {
     description: 'Connected workers of an app and environment (from the polls this instance sees), the names each serves, and the work waiting, with the names no connected worker serves.',
   })
-  workers(@CurrentPrincipal() principal: Principal, @Args() args: WorkersArgs): WorkersOverviewType {
+  async workers(@CurrentPrincipal() principal: Principal, @Args() args: WorkersArgs): Promise<WorkersOverviewType> {
     assertScope(principal, args.appId, args.environment);
+    // The waiting work is this instance's engine index: brought up to what any instance acknowledged.
+    await this.fence.upToHead();
     const sightings = this.registry.list(args.appId, args.environment);
     const live = sightings.filter((s) => this.registry.connected(s));
     const servedWorkflows = new Set(live.flatMap((s) => s.workflows.map(baseName)));

@@ -96,6 +96,36 @@ describe('two instances on one store', () => {
     expect(await read.json()).toEqual({ data: { workflow: { state: 'RUNNING' } } });
   });
 
+  it('the dashboard queries on B (workers, auditLog, failures, workflowActivity) read up to a dispatch A acknowledged, 10 of 10', async () => {
+    const post = async (service: Service, query: string) => {
+      const response = await fetch(`${service.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` },
+        body: JSON.stringify({ query }),
+      });
+      return { position: response.headers.get('x-baton-position'), body: (await response.json()) as { data?: any; errors?: unknown } };
+    };
+    for (let i = 0; i < 10; i++) {
+      // A name no worker serves: its first decision waits, counted in B's engine index.
+      const name = unique('Unserved');
+      const dispatched = await post(a, `mutation { dispatchWorkflow(input: { appId: "demo", environment: "dev", name: "${name}", input: "[]" }) { id } }`);
+      expect(dispatched.position).toMatch(/^\d+$/);
+      const at = BigInt(dispatched.position!);
+      const workers = await post(b, '{ workers(appId: "demo", environment: "dev") { waiting { kind name count served } } }');
+      const audit = await post(b, `{ auditLog(filter: { appId: "demo", environment: "dev", search: "${name.toLowerCase()}" }) { nodes { action name } } }`);
+      const failures = await post(b, '{ failures(appId: "demo", environment: "dev") { name } }');
+      const activity = await post(b, '{ workflowActivity(appId: "demo", environment: "dev", minutes: 2) { started } }');
+      expect({ i, waiting: workers.body.data?.workers.waiting.filter((w: { name: string }) => w.name === name), audit: audit.body.data?.auditLog.nodes }).toEqual({
+        i,
+        waiting: [{ kind: 'DECISION', name, count: 1, served: false }],
+        audit: [{ action: 'WorkflowDispatched', name }],
+      });
+      expect(failures.body.errors).toBeUndefined();
+      expect(activity.body.data?.workflowActivity.reduce((n: number, m: { started: number }) => n + m.started, 0)).toBeGreaterThanOrEqual(1);
+      for (const answer of [workers, audit, failures, activity]) expect(BigInt(answer.position ?? '-1')).toBeGreaterThanOrEqual(at);
+    }
+  });
+
   it("a child's completion reaches its parent exactly once with both instances running the reactor", async () => {
     const environment = unique('children');
     workers.push(await startWorker({ url: a.url, token: a.token, environment }));

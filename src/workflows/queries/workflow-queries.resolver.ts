@@ -181,8 +181,9 @@ export class WorkflowQueriesResolver {
 
   @Requires('read')
   @Query(() => [WorkflowActivityBucket], { description: 'Workflows started, completed and failed per minute over the last `minutes`, oldest minute first.' })
-  workflowActivity(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowActivityArgs): WorkflowActivityBucket[] {
+  async workflowActivity(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowActivityArgs): Promise<WorkflowActivityBucket[]> {
     assertScope(principal, args.appId, args.environment);
+    await this.fence.upToHead();
     const minutes = args.minutes ?? 60;
     const end = Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
     const start = end - minutes * 60_000;
