@@ -4,13 +4,14 @@ import { dirname } from 'node:path';
 import * as examples from '../examples/index.js';
 import { type EventStore } from './event-store/event-store.port.js';
 import { Worker } from './sdk/worker.js';
-import { createToken } from './tokens/create-token.js';
+import { createToken, revokeToken } from './tokens/create-token.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
 
 /**
  * The worker `npm start` runs beside the service for the workflows in `examples/` (app `demo`,
  * every environment). It talks to the service over HTTP like any other worker, with a token
- * of its own kept in `<data dir>/example-worker.token`.
+ * of its own (role `worker`, app `demo`) kept in `<data dir>/example-worker.token`, created
+ * again when that file is missing or its token no longer checks out.
  */
 export async function startExamplesWorker(opts: {
   url: string;
@@ -20,10 +21,14 @@ export async function startExamplesWorker(opts: {
   environments: string[];
 }): Promise<() => Promise<void>> {
   let token = existsSync(opts.tokenFile) ? readFileSync(opts.tokenFile, 'utf8').trim() : '';
-  if (!token || !opts.tokens.authenticate(token)) {
-    token = (await createToken(opts.store, { apps: ['demo'], label: 'example worker' })).token;
+  const kept = token ? opts.tokens.authenticate(token) : null;
+  if (!kept || kept.role !== 'worker') {
+    // A worker needs the worker protocol only. Earlier versions gave this token the admin role:
+    // such a token is replaced and revoked, so the file on disk no longer holds an admin secret.
+    token = (await createToken(opts.store, { apps: ['demo'], label: 'example worker', role: 'worker' })).token;
     mkdirSync(dirname(opts.tokenFile), { recursive: true });
     writeFileSync(opts.tokenFile, `${token}\n`, { mode: 0o600 });
+    if (kept) await revokeToken(opts.store, kept.tokenId);
   }
   const definitions = Object.values(examples);
   const logger = new Logger('ExamplesWorker');

@@ -8,10 +8,10 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ROOT, Service, startService } from '../support/service.js';
+import { dirname, join } from 'node:path';
+import { ROOT, Service, freshStoreUrl, startService } from '../support/service.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
@@ -139,6 +139,34 @@ describe('README example workflows (the quick start, with the built-in example w
       const lines = outputs.flatMap((o) => o!.output.split('\n').filter((l) => l.trim() !== ''));
       for (const line of lines) expect(JSON.parse(line).errors).toBeUndefined();
       expect(lines[lines.length - 1]).toContain('"state":"COMPLETED"');
+      // The example worker's own token may run the worker protocol and nothing else.
+      const file = join(dirname(withWorker.storeUrl.slice('sqlite:'.length)), 'example-worker.token');
+      const workerToken = readFileSync(file, 'utf8').trim();
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const viewer = await withWorker.gql('{ viewer { role apps } }', undefined, workerToken);
+      expect(viewer.body.data?.viewer).toEqual({ role: 'worker', apps: ['demo'] });
+      const dispatch = await withWorker.gql('mutation { dispatchWorkflow(input: { appId: "demo", environment: "dev", name: "Onboarding", input: "[]" }) { id } }', undefined, workerToken);
+      expect(dispatch.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    } finally {
+      await withWorker.stop();
+    }
+  });
+
+  it('replaces an example-worker token of an earlier version (admin role) with a worker one, and revokes it', async () => {
+    const storeUrl = freshStoreUrl();
+    const first = await startService({ storeUrl });
+    const file = join(dirname(storeUrl.slice('sqlite:'.length)), 'example-worker.token');
+    // What earlier versions wrote: an admin token of app demo, as the bootstrap token is.
+    const old = first.token;
+    expect((await first.gql('{ viewer { role apps } }', undefined, old)).body.data?.viewer).toEqual({ role: 'admin', apps: ['demo'] });
+    await first.stop();
+    writeFileSync(file, `${old}\n`, { mode: 0o600 });
+    const withWorker = await startService({ storeUrl, env: { BATON_EXAMPLE_WORKER: 'true' } });
+    try {
+      const replaced = readFileSync(file, 'utf8').trim();
+      expect(replaced).not.toBe(old);
+      expect((await withWorker.gql('{ viewer { role } }', undefined, replaced)).body.data?.viewer).toEqual({ role: 'worker' });
+      expect((await withWorker.gql('{ viewer { role } }', undefined, old)).body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     } finally {
       await withWorker.stop();
     }
