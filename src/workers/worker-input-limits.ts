@@ -1,16 +1,24 @@
 import { BadUserInputError, BatonError } from '../shared/errors.js';
 import { InputLimits, MAX_NAME_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
 import type { Json } from '../event-store/event-store.port.js';
+import { PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
+import { MAX_SEQ } from '../protocol/work-refs.js';
+import { normalizeTimezone, validateCron } from '../schedules/domain/cron.js';
+import { toSelector } from '../workflows/commands/selector-actions.js';
 import { DECISION_COMMAND_TYPES, type DecisionCommand } from '../workflows/domain/workflow-commands.js';
+import type { WorkflowSelectorInput } from '../workflows/workflow.types.js';
 import type { DecisionReportInput, HeartbeatInput, ReportRejection, ReportWorkInput, TaskReportInput } from './worker-protocol.types.js';
 
 /**
  * The input limits applied to what workers send, before the engine sees it: the same limits as
  * the public mutations (bytes, depth, array and string sizes), plus the item count of a report and
- * the shape of decision commands (arguments and event data are JSON arrays, names are bounded).
- * A bad item is rejected on its own (`BAD_USER_INPUT` in `rejected`); the others go on.
+ * the shape of decision commands (arguments and event data are JSON arrays; seq numbers are ones a
+ * ref can name, one per call; nothing follows a command that ends the run), whose names, tags,
+ * selectors, cron expressions, time zones and dates follow the public API's rules for the same values.
+ * A bad item is rejected on its own (`BAD_USER_INPUT` in `rejected`, nothing of it recorded); the
+ * others go on. `now` is what a cron expression must fire after.
  */
-export function screenReport(input: ReportWorkInput, limits: InputLimits): { input: ReportWorkInput; rejected: ReportRejection[] } {
+export function screenReport(input: ReportWorkInput, limits: InputLimits, now = Date.now()): { input: ReportWorkInput; rejected: ReportRejection[] } {
   const decisions = input.decisions ?? [];
   const tasks = input.tasks ?? [];
   if (decisions.length + tasks.length > limits.reportItems) {
@@ -30,8 +38,8 @@ export function screenReport(input: ReportWorkInput, limits: InputLimits): { inp
     });
   const screened = {
     ...input,
-    decisions: input.decisions ? keep(decisions, (d) => checkDecision(d, limits)) : input.decisions,
-    tasks: input.tasks ? keep(tasks, (t) => checkTask(t, limits)).map((t) => screenNext(t, limits, rejected)) : input.tasks,
+    decisions: input.decisions ? keep(decisions, (d) => checkDecision(d, limits, 'decisions', now)) : input.decisions,
+    tasks: input.tasks ? keep(tasks, (t) => checkTask(t, limits)).map((t) => screenNext(t, limits, rejected, now)) : input.tasks,
   } as ReportWorkInput;
   return { input: screened, rejected };
 }
@@ -42,8 +50,11 @@ export function checkHeartbeat(input: HeartbeatInput, limits: InputLimits): void
   }
 }
 
+/** A task report's outcome: a result, an error, or the attempt given back (`released`), one of them. */
 function checkTask(report: TaskReportInput, limits: InputLimits): void {
-  if (!report.error && report.result != null) parseLimitedJson('tasks.result', report.result, limits);
+  const outcomes = [report.result != null && 'result', report.error != null && 'error', report.released === true && 'released'].filter(Boolean);
+  if (outcomes.length > 1) throw new BadUserInputError('tasks', `an attempt has one outcome: a result, an error or released, not ${outcomes.join(' and ')}`);
+  if (report.result != null) parseLimitedJson('tasks.result', report.result, limits);
 }
 
 /**
@@ -51,14 +62,13 @@ function checkTask(report: TaskReportInput, limits: InputLimits): void {
  * rejected on its own (`BAD_USER_INPUT`, under the task's ref, with a `tasks.next.*` field): the
  * task's outcome is still recorded, and the decision is then claimed and made as usual.
  */
-function screenNext(report: TaskReportInput, limits: InputLimits, rejected: ReportRejection[]): TaskReportInput {
+function screenNext(report: TaskReportInput, limits: InputLimits, rejected: ReportRejection[], now: number): TaskReportInput {
   const next = report.next;
   if (!next) return report;
   try {
     if (report.error || report.released) throw new BadUserInputError('tasks.next', 'goes only with a result');
-    if (Number.isNaN(Date.parse(next.startedAt))) throw new BadUserInputError('tasks.next.startedAt', 'must be an ISO 8601 date');
-    const commands = checkDecision({ ref: report.ref, decisionId: next.basisDecisionId, commands: next.commands, queries: next.queries }, limits, 'tasks.next');
-    commandShapes(commands, 'tasks.next.commands');
+    if (!isIsoDateTime(next.startedAt)) throw new BadUserInputError('tasks.next.startedAt', 'must be an ISO 8601 date-time');
+    checkDecision({ ref: report.ref, decisionId: next.basisDecisionId, commands: next.commands, queries: next.queries }, limits, 'tasks.next', now);
     return report;
   } catch (error) {
     if (!(error instanceof BatonError)) throw error;
@@ -67,8 +77,17 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
   }
 }
 
-/** Checks a decision's commands and queries against the limits; answers the commands, parsed (none for a failure). */
-function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions'): unknown[] | undefined {
+/** The public API's bounds on the values decision commands carry (see `NameField`, `CronField`, `TimezoneField`, `WorkflowSelectorInput`). */
+const MAX_SELECTOR_ID_LENGTH = 64;
+const MAX_TIMEZONE_LENGTH = 64;
+
+/**
+ * Checks a decision's commands and queries against the limits and against the rules the public API
+ * applies to the same values (names, tags, selectors, cron expressions and time zones); answers the
+ * commands, parsed (none for a failure). A refusal is BAD_USER_INPUT on `<prefix>.commands`, its
+ * message naming the command and its field.
+ */
+function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions', now = Date.now()): unknown[] | undefined {
   if (report.queries != null) parseLimitedJson(`${prefix}.queries`, report.queries, limits, 'object');
   if (report.failureCode || report.commands == null) return undefined;
   const field = `${prefix}.commands`;
@@ -76,75 +95,92 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
   const decisionLimits = { ...limits, payloadBytes: limits.decisionBytes, arrayLength: Math.max(limits.arrayLength, limits.decisionCommands) };
   const commands = parseLimitedJson(field, report.commands, decisionLimits, 'array') as unknown[];
   if (commands.length > limits.decisionCommands) throw new BadUserInputError(field, `one decision holds at most ${limits.decisionCommands} commands (MAX_DECISION_COMMANDS)`);
+  // Types, seq numbers (range, reuse), what may follow a final command, and timer dates.
+  commandShapes(commands, field);
   commands.forEach((command, i) => {
-    if (typeof command !== 'object' || command === null || Array.isArray(command)) throw new BadUserInputError(field, `command ${i} is not an object`);
     const c = command as Record<string, unknown>;
-    const name = (key: string, value: unknown, optional = false) => {
+    const bad = (message: string, extra?: Record<string, string>) => new BadUserInputError(field, `command ${i} (${String(c.type)}): ${message}`, extra);
+    /** A name, tag or event name, as the public API takes it (`NameField`): 1 to 256 characters, no control characters. */
+    const text = (key: string, value: unknown, options: { optional?: boolean; max?: number; printable?: boolean } = {}) => {
+      const { optional = false, max = MAX_NAME_LENGTH, printable = true } = options;
       if (optional && value == null) return;
-      if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
-        throw new BadUserInputError(field, `command ${i} (${String(c.type)}): ${key} must be a string of 1 to ${MAX_NAME_LENGTH} characters`);
-      }
+      if (typeof value !== 'string' || value.length === 0 || value.length > max) throw bad(`${key} must be a string of 1 to ${max} characters`);
+      if (printable && !PRINTABLE.test(value)) throw bad(`${key} ${PRINTABLE_MESSAGE}`);
     };
     const array = (key: string, value: unknown) => {
-      if (!Array.isArray(value)) throw new BadUserInputError(field, `command ${i} (${String(c.type)}): ${key} must be a JSON array`);
+      if (!Array.isArray(value)) throw bad(`${key} must be a JSON array`);
+    };
+    const error = (key: string, value: unknown) => {
+      const e = value as Record<string, unknown> | null | undefined;
+      if (typeof e !== 'object' || e === null || Array.isArray(e) || typeof e.message !== 'string') throw bad(`${key} must be an object with a message`);
+      if (e.name != null && typeof e.name !== 'string') throw bad(`${key}.name must be a string`);
+      if (e.nonRetryable != null && typeof e.nonRetryable !== 'boolean') throw bad(`${key}.nonRetryable must be a boolean`);
+      if (e.retryAfterMs != null && !(typeof e.retryAfterMs === 'number' && Number.isInteger(e.retryAfterMs) && e.retryAfterMs >= 0)) throw bad(`${key}.retryAfterMs must be a whole number of milliseconds, 0 or more`);
     };
     switch (c.type) {
       case 'ScheduleTask':
       case 'DispatchTask':
-        name('name', c.name);
+        text('name', c.name);
         array('args', c.args);
         break;
       case 'StartChildWorkflow':
-        name('name', c.name);
-        name('tag', c.tag, true);
+        text('name', c.name);
+        text('tag', c.tag, { optional: true });
         array('args', c.args);
+        if (c.wait != null && typeof c.wait !== 'boolean') throw bad('wait must be a boolean');
         break;
-      case 'CreateSchedule':
-        name('name', c.name);
-        name('cron', c.cron);
-        name('timezone', c.timezone, true);
-        name('tag', c.tag, true);
+      case 'CreateSchedule': {
+        text('name', c.name);
+        text('tag', c.tag, { optional: true });
         array('args', c.args);
-        if (c.kind !== 'workflow' && c.kind !== 'task') throw new BadUserInputError(field, `command ${i} (CreateSchedule): kind must be workflow or task`);
+        if (c.kind !== 'workflow' && c.kind !== 'task') throw bad('kind must be workflow or task');
+        text('cron', c.cron);
+        if (c.timezone != null && (typeof c.timezone !== 'string' || c.timezone.length > MAX_TIMEZONE_LENGTH)) throw bad(`timezone must be a string of at most ${MAX_TIMEZONE_LENGTH} characters, or null for UTC`);
+        // As scheduleWorkflow and scheduleTask check them: a schedule that cannot be created is refused now, not skipped later.
+        try {
+          validateCron(c.cron as string, normalizeTimezone(c.timezone as string | null | undefined), now);
+        } catch (refused) {
+          if (!(refused instanceof BadUserInputError)) throw refused;
+          const { cronField } = refused.details;
+          throw bad(refused.message, typeof cronField === 'string' ? { cronField } : undefined);
+        }
         break;
+      }
       case 'ContinueAsNew':
         array('args', c.args);
         break;
       case 'ControlWorkflows': {
         const selector = c.selector as Record<string, unknown> | null | undefined;
-        if (typeof selector !== 'object' || selector === null || Array.isArray(selector)) throw new BadUserInputError(field, `command ${i} (ControlWorkflows): selector must be an object`);
-        if (selector.id !== undefined) name('selector.id', selector.id);
-        else {
-          name('selector.name', selector.name);
-          name('selector.tag', selector.tag, true);
+        if (typeof selector !== 'object' || selector === null || Array.isArray(selector)) throw bad('selector must be an object');
+        // As WorkflowSelectorInput takes them; a key given must hold a value (the effect tells `{ id }` selectors by the key).
+        if (selector.id !== undefined) text('selector.id', selector.id, { max: MAX_SELECTOR_ID_LENGTH, printable: false });
+        if (selector.name !== undefined) text('selector.name', selector.name);
+        text('selector.tag', selector.tag, { optional: true });
+        try {
+          toSelector(selector as WorkflowSelectorInput);
+        } catch (refused) {
+          if (!(refused instanceof BadUserInputError)) throw refused;
+          throw bad(refused.message);
         }
-        if (!['send', 'pause', 'resume', 'terminate'].includes(c.action as string)) throw new BadUserInputError(field, `command ${i} (ControlWorkflows): unknown action`);
+        if (!['send', 'pause', 'resume', 'terminate'].includes(c.action as string)) throw bad('unknown action');
         if (c.action === 'send' || c.event != null) {
           const event = c.event as Record<string, unknown> | null | undefined;
-          if (typeof event !== 'object' || event === null) throw new BadUserInputError(field, `command ${i} (ControlWorkflows): event must be an object`);
-          name('event.name', event.name);
+          if (typeof event !== 'object' || event === null) throw bad('event must be an object');
+          text('event.name', event.name);
           array('event.data', event.data);
         }
         break;
       }
-      case 'RecordStep': {
-        name('name', c.name);
-        if (c.result !== undefined && c.error !== undefined) throw new BadUserInputError(field, `command ${i} (RecordStep): a result or an error, not both`);
-        const error = c.error as Record<string, unknown> | null | undefined;
-        if (error !== undefined && (typeof error !== 'object' || error === null || typeof error.message !== 'string')) {
-          throw new BadUserInputError(field, `command ${i} (RecordStep): error must be an object with a message`);
-        }
+      case 'RecordStep':
+        text('name', c.name);
+        if (c.result !== undefined && c.error !== undefined) throw bad('a result or an error, not both');
+        if (c.error !== undefined) error('error', c.error);
         break;
-      }
-      case 'FailWorkflow': {
-        const error = c.error as Record<string, unknown> | null | undefined;
-        if (typeof error !== 'object' || error === null || typeof error.message !== 'string') {
-          throw new BadUserInputError(field, `command ${i} (FailWorkflow): error must be an object with a message`);
-        }
+      case 'FailWorkflow':
+        error('error', c.error);
         break;
-      }
       default:
-        break; // the engine checks types, seq numbers and timers
+        break; // StartTimer, CancelTimer, CompleteWorkflow: their shape is all commandShapes checks
     }
     checkJsonValue(field, c, limits);
   });
@@ -167,25 +203,72 @@ export function parseCommands(raw: string | null | undefined, field = 'decisions
   return commandShapes(parseJson(field, raw ?? '[]'), field);
 }
 
-/** Checks the shape of parsed decision commands; the decider checks what they mean. */
+/** Commands that end the run: nothing may follow one in the same decision. */
+const FINAL_COMMANDS = new Set<string>(['CompleteWorkflow', 'FailWorkflow', 'ContinueAsNew']);
+
+/** A call number a ref can name (`wf:<id>#<seq>`): a whole number from 0 to MAX_SEQ. */
+export function isSeq(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_SEQ;
+}
+
+/** An ISO 8601 date-time with a time zone, as `Date.prototype.toISOString` writes it (fractions and offsets allowed). */
+const ISO_DATE_TIME = /^(\d{4}|[+-]\d{6})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
+
+/**
+ * Whether `value` is an ISO 8601 date-time with its time zone, on a day that exists. `Date.parse`
+ * alone reads `"0"` as the year 2000 and `2030-02-31` as March 3rd.
+ */
+export function isIsoDateTime(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const m = ISO_DATE_TIME.exec(value);
+  if (!m || !Number.isFinite(Date.parse(value))) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(0);
+  date.setUTCFullYear(year, month, 0); // day 0 of the next month: the last day of this one
+  return day <= date.getUTCDate();
+}
+
+/**
+ * Checks the shape of parsed decision commands; the decider checks what they mean. Each command
+ * has a known type; each call has its own seq, a number a ref can name (a `CancelTimer` names the
+ * timer's); nothing follows a command that ends the run; timer and continue-as-new dates are ISO.
+ */
 export function commandShapes(value: unknown, field: string): DecisionCommand[] {
   if (!Array.isArray(value)) throw new BadUserInputError(field, 'must be a JSON array');
+  const calls = new Map<number, { index: number; type: string }>();
+  let final: { index: number; type: string } | undefined;
   return value.map((c, i) => {
     if (typeof c !== 'object' || c === null || Array.isArray(c) || typeof c.type !== 'string' || !COMMAND_TYPES.has(c.type)) {
       throw new BadUserInputError(field, `command ${i} has no known type`);
     }
+    if (final) {
+      throw new BadUserInputError(field, `command ${i} (${c.type}) follows command ${final.index} (${final.type}), which ends the run: nothing may come after it`);
+    }
+    if (FINAL_COMMANDS.has(c.type)) final = { index: i, type: c.type };
     const needsSeq = c.type !== 'CompleteWorkflow' && c.type !== 'FailWorkflow';
-    if (needsSeq && (typeof c.seq !== 'number' || !Number.isInteger(c.seq) || c.seq < 0)) {
-      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a whole-number seq`);
+    if (needsSeq && !isSeq(c.seq)) {
+      throw new BadUserInputError(field, `command ${i} (${c.type}) needs a seq: a whole number from 0 to ${MAX_SEQ}`);
+    }
+    if (needsSeq) {
+      const earlier = calls.get(c.seq);
+      if (c.type === 'CancelTimer') {
+        if (earlier && earlier.type !== 'StartTimer') {
+          throw new BadUserInputError(field, `command ${i} (CancelTimer) names seq ${c.seq}, which is command ${earlier.index} (${earlier.type}), not a timer`);
+        }
+      } else if (earlier) {
+        throw new BadUserInputError(field, `command ${i} (${c.type}) reuses seq ${c.seq} of command ${earlier.index} (${earlier.type}); each call has its own`);
+      } else {
+        calls.set(c.seq, { index: i, type: c.type });
+      }
     }
     if ((c.type === 'ScheduleTask' || c.type === 'StartChildWorkflow' || c.type === 'DispatchTask') && (typeof c.name !== 'string' || !Array.isArray(c.args))) {
       throw new BadUserInputError(field, `command ${i} (${c.type}) needs a name and args`);
     }
-    if (c.type === 'ContinueAsNew' && (!Array.isArray(c.args) || typeof c.at !== 'string' || Number.isNaN(Date.parse(c.at)))) {
-      throw new BadUserInputError(field, `command ${i} (ContinueAsNew) needs args and an ISO at`);
+    if (c.type === 'ContinueAsNew' && (!Array.isArray(c.args) || !isIsoDateTime(c.at))) {
+      throw new BadUserInputError(field, `command ${i} (ContinueAsNew) needs args and an ISO 8601 at (e.g. "2030-01-01T00:00:00.000Z")`);
     }
-    if (c.type === 'StartTimer' && (typeof c.fireAt !== 'string' || Number.isNaN(Date.parse(c.fireAt)))) {
-      throw new BadUserInputError(field, `command ${i} (StartTimer) needs an ISO fireAt`);
+    if (c.type === 'StartTimer' && !isIsoDateTime(c.fireAt)) {
+      throw new BadUserInputError(field, `command ${i} (StartTimer) needs an ISO 8601 fireAt (e.g. "2030-01-01T00:00:00.000Z")`);
     }
     return c as unknown as DecisionCommand;
   });

@@ -1,7 +1,31 @@
 import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
-import { AppScopedInput } from '../graphql/common.types.js';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateNested } from 'class-validator';
+import { AppScopedInput, NameField, PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
+
+/** A worker's id, as the public API takes ids (`AppScopedInput`): 1 to `max` characters, no control characters. */
+function WorkerIdField(description: string, max = 128): PropertyDecorator {
+  return (target, key) => {
+    Field({ description })(target, key);
+    IsString()(target, key);
+    IsNotEmpty()(target, key);
+    MaxLength(max)(target, key);
+    Matches(PRINTABLE, { message: PRINTABLE_MESSAGE })(target, key);
+  };
+}
+
+/** The workflow names a worker serves: each a name as the public API takes names (`NameField`). */
+function WorkflowNamesField(description: string): PropertyDecorator {
+  return (target, key) => {
+    Field(() => [String], { description })(target, key);
+    IsArray()(target, key);
+    ArrayMaxSize(1000)(target, key);
+    IsString({ each: true })(target, key);
+    IsNotEmpty({ each: true })(target, key);
+    MaxLength(256, { each: true })(target, key);
+    Matches(PRINTABLE, { each: true, message: PRINTABLE_MESSAGE })(target, key);
+  };
+}
 
 export enum WorkKind {
   DECISION = 'DECISION',
@@ -43,9 +67,7 @@ export class RetryPolicyInput {
 
 @InputType({ description: 'A task a worker implements, with its retry policy and timeout.' })
 export class TaskRegistrationInput {
-  @Field({ description: 'Task name.' })
-  @IsString()
-  @MaxLength(256)
+  @NameField('Task name.')
   name: string;
 
   @Field(() => RetryPolicyInput, { nullable: true, description: 'Retry policy (default: 3 attempts, 1 s doubling up to 60 s).' })
@@ -63,15 +85,10 @@ export class TaskRegistrationInput {
 
 @InputType({ description: 'A long poll for work.' })
 export class PollWorkInput extends AppScopedInput {
-  @Field({ description: 'A stable id for this worker process (shown in histories).' })
-  @IsString()
-  @MaxLength(128)
+  @WorkerIdField('A stable id for this worker process (shown in histories).')
   workerId: string;
 
-  @Field(() => [String], { description: 'Workflow names this worker serves, with versions (e.g. "Onboarding_v2").' })
-  @IsArray()
-  @ArrayMaxSize(1000)
-  @IsString({ each: true })
+  @WorkflowNamesField('Workflow names this worker serves, with versions (e.g. "Onboarding_v2").')
   workflows: string[];
 
   @Field(() => [TaskRegistrationInput], { description: 'Tasks this worker serves.' })
@@ -137,10 +154,7 @@ export class WorkItem {
 
 @InputType({ description: 'What the reporting worker can take on right away: the work its report makes claimable is claimed for it in the same step (eager dispatch).' })
 export class EagerClaimInput {
-  @Field(() => [String], { description: 'Workflow names this worker serves, with versions.' })
-  @IsArray()
-  @ArrayMaxSize(1000)
-  @IsString({ each: true })
+  @WorkflowNamesField('Workflow names this worker serves, with versions.')
   workflows: string[];
 
   @Field(() => [TaskRegistrationInput], { description: 'Tasks this worker serves (with their retry policies and timeouts, as in pollWork).' })
@@ -159,9 +173,7 @@ export class EagerClaimInput {
 
 @InputType({ description: 'The decision whose whole run history a worker needs (it does not hold the run any more).' })
 export class DecisionHistoryInput extends AppScopedInput {
-  @Field({ description: 'The worker that claimed the decision.' })
-  @IsString()
-  @MaxLength(200)
+  @WorkerIdField('The worker that claimed the decision.', 200)
   workerId: string;
   @Field({ description: 'The `ref` of the DECISION item.' })
   @IsString()
@@ -250,9 +262,7 @@ export class NextDecisionInput {
   @MaxLength(MAX_REF_LENGTH)
   basisDecisionId: string;
 
-  @Field({ description: 'The `Name_vN` version the worker ran (the workflow\'s own).' })
-  @IsString()
-  @MaxLength(256)
+  @NameField('The `Name_vN` version the worker ran (the workflow\'s own).')
   version: string;
 
   @Field({ description: 'The decision\'s clock as the workflow code saw it (`ctx.now()`), ISO 8601; ignored when it is more than 2 s from the server\'s clock.' })
@@ -307,9 +317,7 @@ export class TaskReportInput {
 
 @InputType({ description: 'Outcomes of several work items at once.' })
 export class ReportWorkInput extends AppScopedInput {
-  @Field({ description: 'The reporting worker.' })
-  @IsString()
-  @MaxLength(128)
+  @WorkerIdField('The reporting worker.')
   workerId: string;
 
   @Field(() => [DecisionReportInput], { nullable: true, description: 'Decision outcomes.' })
@@ -385,9 +393,7 @@ export class HeartbeatAttemptInput {
 
 @InputType({ description: 'Heartbeats for running task attempts and decisions.' })
 export class HeartbeatInput extends AppScopedInput {
-  @Field({ description: 'The worker.' })
-  @IsString()
-  @MaxLength(128)
+  @WorkerIdField('The worker.')
   workerId: string;
 
   @Field(() => [HeartbeatAttemptInput], { description: 'Attempts still running.' })
