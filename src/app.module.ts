@@ -10,7 +10,7 @@ import { EventStoreModule } from './event-store/event-store.module.js';
 import { ExplorerModule } from './explorer/explorer.module.js';
 import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
-import { noSubscriptionsRule, queryLimitsRule } from './graphql/query-limits.js';
+import { documentLimits, documentLimitsContext, noSubscriptionsRule, queryLimitsRule } from './graphql/query-limits.js';
 import { responseBudgetPlugin } from './graphql/response-budget.js';
 import { HealthModule } from './health/health.module.js';
 import { loggingModule } from './observability/logging.js';
@@ -43,6 +43,7 @@ class ConfigModule {
 @Module({})
 export class AppModule {
   static with(config: BatonConfig, extra: DynamicModule['imports'] = []): DynamicModule {
+    const document = documentLimits({ maxDepth: config.maxQueryDepth, maxCost: config.maxQueryCost });
     return {
       module: AppModule,
       imports: [
@@ -62,6 +63,11 @@ export class AppModule {
           introspection: true,
           includeStacktraceInErrorResponses: false,
           formatError,
+          // The document's size and nesting are checked on its text before Apollo parses it (the
+          // context function runs first; what it throws is answered 400): graphql-js's parser and
+          // validation rules recurse, and a deep enough document would overflow the stack.
+          context: documentLimitsContext(document),
+          parseOptions: { maxLexicalTokens: document.maxTokens },
           validationRules: [
             noSubscriptionsRule,
             queryLimitsRule({ maxDepth: config.maxQueryDepth, maxCost: config.maxQueryCost, maxComplexity: config.maxQueryComplexity }),

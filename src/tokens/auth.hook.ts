@@ -35,8 +35,9 @@ class RateLimiter {
   }
 }
 
-export function graphqlError(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
-  return reply.code(status).type('application/json').send({ errors: [{ message, extensions: { code } }] });
+/** `extra` adds fields to `extensions`, e.g. `{ field }` for BAD_USER_INPUT (as BadUserInputError carries it). */
+export function graphqlError(reply: FastifyReply, status: number, code: string, message: string, extra: Record<string, string> = {}): FastifyReply {
+  return reply.code(status).type('application/json').send({ errors: [{ message, extensions: { code, ...extra } }] });
 }
 
 /**
@@ -95,7 +96,9 @@ export function installAuth(
     request.principal = principal;
     const min = request.headers[MIN_POSITION_HEADER];
     if (typeof min === 'string' && min !== '') {
-      if (!/^\d{1,19}$/.test(min)) return graphqlError(reply, 400, 'BAD_USER_INPUT', `${MIN_POSITION_HEADER}: expected a log position (a whole number)`);
+      if (!/^\d{1,19}$/.test(min)) {
+        return graphqlError(reply, 400, 'BAD_USER_INPUT', `${MIN_POSITION_HEADER}: expected a log position (a whole number)`, { field: MIN_POSITION_HEADER });
+      }
       try {
         await fence().atLeast(BigInt(min));
       } catch (error) {
