@@ -8,7 +8,19 @@ import { createHash } from 'node:crypto';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Picks workflows: by id (optionally with the name it must have), by name, or by name and tag. */
-export type Selector = { id: string; name?: string } | { name: string; tag?: string };
+export type Selector =
+  | {
+      /** One workflow, by id (none is picked when the app and environment have no such workflow). */
+      id: string;
+      /** If given, the workflow of that id must have this name (or be one of its `_vN` versions). */
+      name?: string;
+    }
+  | {
+      /** Every running or paused workflow of this name. */
+      name: string;
+      /** Only those of this tag. */
+      tag?: string;
+    };
 
 /** How a task or workflow failed, as reported by a worker. */
 export interface TaskErrorShape {
@@ -69,8 +81,11 @@ export const DECISION_COMMAND_TYPES = [
 
 /** One event of a workflow's history, as the server sends it with a decision. */
 export interface HistoryEvent {
+  /** Index of the event in the workflow's history (its stream), from 0. */
   revision: number;
+  /** Event type, e.g. `WorkflowDispatched`, `DecisionStarted`, `TaskCompleted`, `WorkflowEventReceived`. */
   type: string;
+  /** The event's data, parsed from JSON; its shape depends on `type`. */
   data: any;
 }
 

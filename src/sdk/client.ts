@@ -1,12 +1,33 @@
 import http from 'node:http';
 import https from 'node:https';
 
-/** A GraphQL error answered by Baton, with its stable `extensions.code`. */
+/**
+ * A GraphQL error answered by Baton, with its stable `extensions.code`; also thrown by the client
+ * itself for an answer that is not JSON (`BAD_RESPONSE`), a workflow it cannot find (`NOT_FOUND`)
+ * and a wait that ran out (`TIMEOUT`).
+ * @example
+ * try {
+ *   await baton.pauseWorkflows({ appId: 'demo', environment: 'dev', selector: { id } });
+ * } catch (error) {
+ *   if (error instanceof BatonRequestError && error.code === 'NOT_FOUND') console.warn(`no workflow ${id}`);
+ *   else throw error;
+ * }
+ */
 export class BatonRequestError extends Error {
+  /**
+   * Made by the client from the service's answer; user code catches it.
+   * @param message - The (first) GraphQL error's message.
+   * @param code - Its `extensions.code` (`UNKNOWN` when it has none).
+   * @param status - The HTTP status of the answer (200 for most GraphQL errors).
+   * @param extensions - All of its `extensions` (e.g. `field` for `BAD_USER_INPUT`).
+   */
   constructor(
     message: string,
+    /** Stable error code, e.g. `BAD_USER_INPUT`, `NOT_FOUND`, `CONFLICT`, `UNAUTHENTICATED`, `FORBIDDEN`. */
     readonly code: string,
+    /** HTTP status of the answer (200 for most GraphQL errors, and for the errors the client raises itself). */
     readonly status: number,
+    /** The error's `extensions` as the server sent them (empty for errors the client made itself). */
     readonly extensions: Record<string, unknown> = {},
   ) {
     super(message);
@@ -14,6 +35,7 @@ export class BatonRequestError extends Error {
   }
 }
 
+/** How to reach a Baton service: what `new Client(...)` takes. */
 export interface ClientOptions {
   /** Base URL of the service, e.g. `http://localhost:3000`. */
   url: string;
@@ -26,34 +48,75 @@ export interface ClientOptions {
   timeoutMs?: number;
 }
 
-export type WorkflowSelector = { id: string } | { name: string; tag?: string };
+/**
+ * Which workflows of an app and environment an action reaches: one by id, every not-final one of a
+ * name, or every not-final one of a name and tag.
+ * @example
+ * const one: WorkflowSelector = { id };
+ * const ada: WorkflowSelector = { name: 'Onboarding', tag: 'email:ada@example.com' };
+ */
+export type WorkflowSelector =
+  | {
+      /** One workflow, by the id `dispatchWorkflow` answered (an unknown id is a `NOT_FOUND` error). */
+      id: string;
+    }
+  | {
+      /** Every not-final workflow dispatched under this name. */
+      name: string;
+      /** Only those dispatched with this tag. */
+      tag?: string;
+    };
 
+/** What a selector action (send an event, pause, resume, terminate) did. */
 export interface SelectorActionResult {
+  /** `OK` when at least one workflow matched, `NO_MATCH` when none did (nothing was done then). */
   status: 'OK' | 'NO_MATCH';
+  /** How many workflows the selector matched. */
   matched: number;
+  /** How many of them the action changed (e.g. a workflow already paused is not paused again). */
   changed: number;
+  /** Ids of the matched workflows. */
   workflowIds: string[];
 }
 
+/** One workflow as the service reads it back (the GraphQL `Workflow` type, without its app and environment). */
 export interface WorkflowSummary {
+  /** Workflow id (UUID v7). */
   id: string;
+  /** The name it was dispatched with. */
   name: string;
+  /** The `Name_vN` version its first decision chose; null until a worker picked it up. */
   version: string | null;
+  /** The tag given at dispatch, if any. */
   tag: string | null;
+  /** Current state: COMPLETED, FAILED and TERMINATED are final. */
   state: 'RUNNING' | 'PAUSED' | 'COMPLETED' | 'FAILED' | 'TERMINATED';
+  /** Its arguments, as a string holding a JSON array. */
   input: string;
+  /** Its result as a JSON string once COMPLETED, else null. */
   output: string | null;
+  /** The error message once FAILED, else null. */
   error: string | null;
-  /** The answers of its query handlers (`ctx.onQuery`) as of its last decision, as a JSON object string. */
+  /** The answers of its query handlers (`ctx.onQuery`) as of its last decision, as a JSON object string; null when it declares none. */
   queries: string | null;
+  /** When it was dispatched (ISO 8601). */
   createdAt: string;
+  /** When its history last changed (ISO 8601). */
   updatedAt: string;
 }
 
-/** A workflow that ended as FAILED or TERMINATED, thrown by `result()`. */
+/** A workflow that ended as FAILED or TERMINATED, thrown by `result()` and `workflowResult`. */
 export class WorkflowEndedError extends Error {
+  /**
+   * Made by the client when the workflow it waits on ends without a result.
+   * @param workflowId - The workflow's id.
+   * @param state - How it ended.
+   * @param message - Its error message (FAILED), or a sentence saying it ended.
+   */
   constructor(
+    /** The workflow that ended. */
     readonly workflowId: string,
+    /** How it ended. */
     readonly state: 'FAILED' | 'TERMINATED',
     message: string,
   ) {
@@ -77,12 +140,20 @@ export type DispatchedWorkflow = Promise<string> & {
 };
 
 const SELECTOR_RESULT = '{ status matched changed workflowIds }';
+/** Events per `workflowHistory` request while reading a whole history: the server's default page. */
+const HISTORY_PAGE = 1000;
 const WORKFLOW_FIELDS = '{ id name version tag state input output error queries createdAt updatedAt }';
 const FINAL = new Set(['COMPLETED', 'FAILED', 'TERMINATED']);
 
 /**
- * A typed client for Baton's GraphQL API: the eight documented mutations and the queries.
- * Arguments are plain arrays here; the client serialises them to the JSON strings the API takes.
+ * A typed client for Baton's GraphQL API: the eight documented mutations (`dispatchTask`,
+ * `dispatchWorkflow`, `scheduleTask`, `scheduleWorkflow`, `sendEventToWorkflows`,
+ * `pauseWorkflows`, `resumeWorkflows`, `terminateWorkflows`), and the reads `workflow`,
+ * `workflowHistory`, `awaitWorkflow` / `workflowResult` and `queryWorkflow`. Anything else the API
+ * offers (lists, retries, schedule management, failures, the audit log) goes through
+ * {@link Client.request}. Arguments are plain arrays here; the client serialises them to the JSON
+ * strings the API takes, and parses the JSON it answers where noted. Every method throws
+ * {@link BatonRequestError} when the service answers an error.
  * @example
  * const baton = new Client({ url: 'http://localhost:3000', token: process.env.BATON_TOKEN! });
  * const id = await baton.dispatchWorkflow({ appId: 'demo', environment: 'dev', name: 'Onboarding', input: ['ada@example.com'], tag: 'email:ada@example.com' });
@@ -96,6 +167,14 @@ export class Client {
   /** Keep-alive connections, reused from one request to the next (idle ones do not keep the process alive). */
   private readonly agent: http.Agent;
 
+  /**
+   * Makes a client; nothing is sent until the first call. Requests go to `<url>/graphql` with the
+   * token as a bearer token, over kept-alive connections (http or https, from the URL).
+   * @param options - The service's URL, an API token and, optionally, the request deadline.
+   * @throws TypeError when `url` is not a valid URL.
+   * @example
+   * const baton = new Client({ url: 'http://localhost:3000', token: process.env.BATON_TOKEN!, timeoutMs: 10_000 });
+   */
   constructor(options: ClientOptions) {
     this.url = options.url.replace(/\/+$/, '');
     this.token = options.token;
@@ -104,7 +183,18 @@ export class Client {
     this.agent = this.endpoint.protocol === 'https:' ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   }
 
-  /** Sends one GraphQL operation; throws {@link BatonRequestError} on any error. */
+  /**
+   * Sends one GraphQL operation and answers its `data`; throws {@link BatonRequestError} on any
+   * GraphQL error (the first one's message and code) or an answer that is not JSON, and rejects
+   * with the abort reason once `timeoutMs` (plus `extraTimeoutMs`) has passed or `signal` aborts,
+   * and with Node's error when the service cannot be reached (e.g. `ECONNREFUSED`). The way to
+   * every operation this client has no method for.
+   * @example
+   * const { workflows } = await baton.request<{ workflows: { nodes: Array<{ id: string }> } }>(
+   *   'query($filter: WorkflowFilterInput!) { workflows(filter: $filter, first: 50) { nodes { id } } }',
+   *   { filter: { appId: 'demo', environment: 'dev', state: 'FAILED' } },
+   * );
+   */
   async request<T>(query: string, variables: Record<string, unknown> = {}, options: { signal?: AbortSignal; extraTimeoutMs?: number } = {}): Promise<T> {
     const deadline = AbortSignal.timeout(this.timeoutMs + (options.extraTimeoutMs ?? 0));
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
@@ -155,6 +245,15 @@ export class Client {
     });
   }
 
+  /**
+   * Dispatches a standalone task to run now and answers its id at once (a worker serving the task
+   * runs it, under the retry policy that worker declares).
+   * @param input - App, environment, the task's name as `defineTask` registered it, and its
+   *   arguments (default none).
+   * @returns The task's id.
+   * @example
+   * const taskId = await baton.dispatchTask({ appId: 'demo', environment: 'dev', name: 'sendEmail', input: ['ada@example.com', 'Welcome'] });
+   */
   async dispatchTask(input: { appId: string; environment: string; name: string; input?: unknown[] }): Promise<string> {
     const data = await this.request<{ dispatchTask: { id: string } }>(
       'mutation($input: DispatchTaskInput!) { dispatchTask(input: $input) { id } }',
@@ -166,7 +265,10 @@ export class Client {
   /**
    * Dispatches a workflow and answers its id; `.result()` on the answer waits for its result.
    * With `idempotencyKey`, retrying after a timeout answers the first dispatch's id instead of
-   * starting a second workflow.
+   * starting a second workflow. `Name` runs the highest `Name_vN` a worker serves; `tag` lets
+   * `{ name, tag }` selectors reach it.
+   * @example
+   * const id = await baton.dispatchWorkflow({ appId: 'demo', environment: 'dev', name: 'Onboarding', input: ['ada@example.com'], tag: 'email:ada@example.com' });
    */
   dispatchWorkflow(input: { appId: string; environment: string; name: string; input?: unknown[]; tag?: string; idempotencyKey?: string }): DispatchedWorkflow {
     const id = this.request<{ dispatchWorkflow: { id: string } }>('mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
@@ -178,8 +280,12 @@ export class Client {
   }
 
   /**
-   * Waits (long poll, up to `waitMs` per request) until the workflow has ended, then answers it;
-   * answers it as it is once `timeoutMs` has passed.
+   * Waits (long poll, up to 20 s per request) until the workflow has ended, then answers it;
+   * answers it as it is once `timeoutMs` has passed (default: no limit), and null when there is
+   * no such workflow.
+   * @example
+   * const ended = await baton.awaitWorkflow('demo', 'dev', id, { timeoutMs: 60_000 });
+   * if (ended?.state === 'COMPLETED') console.log(JSON.parse(ended.output!));
    */
   async awaitWorkflow(appId: string, environment: string, id: string, options: { timeoutMs?: number } = {}): Promise<WorkflowSummary | null> {
     const deadline = Date.now() + (options.timeoutMs ?? Number.POSITIVE_INFINITY);
@@ -194,7 +300,14 @@ export class Client {
     }
   }
 
-  /** The result of a workflow once it completes (see `dispatchWorkflow(...).result()`). */
+  /**
+   * The result of a workflow once it completes (parsed JSON; see `dispatchWorkflow(...).result()`).
+   * @throws {@link WorkflowEndedError} when it fails or is terminated.
+   * @throws {@link BatonRequestError} `NOT_FOUND` when there is no such workflow, `TIMEOUT` when it
+   *   is still running after `timeoutMs` (default: no limit).
+   * @example
+   * const total = await baton.workflowResult<number>('demo', 'dev', id, { timeoutMs: 30_000 });
+   */
   async workflowResult<T = unknown>(appId: string, environment: string, id: string, options: { timeoutMs?: number } = {}): Promise<T> {
     const workflow = await this.awaitWorkflow(appId, environment, id, options);
     if (!workflow) throw new BatonRequestError(`workflow ${id} not found`, 'NOT_FOUND', 200);
@@ -205,7 +318,8 @@ export class Client {
 
   /**
    * A running (or ended) workflow's answer to one of its query handlers (`ctx.onQuery(name, …)`),
-   * as of its last decision; undefined when it has no such query (yet).
+   * as of its last decision; undefined when it has no such query (yet). Throws
+   * {@link BatonRequestError} `NOT_FOUND` when there is no such workflow.
    * @example
    * const step = await baton.queryWorkflow<string>('demo', 'dev', id, 'step');
    */
@@ -216,6 +330,17 @@ export class Client {
     return answers[name];
   }
 
+  /**
+   * Schedules a task by a cron expression: every occurrence dispatches the task once with these
+   * arguments. The expression has 5 fields (standard cron), 6 (with a year, as the original
+   * service) or 7 (with seconds), or is a macro such as `@daily`; it is read in `timezone` (an IANA
+   * name, default `UTC`). A refused expression is a `BAD_USER_INPUT` error naming the field at
+   * fault (`extensions.cronField`). Pause, resume, trigger or delete the schedule with
+   * {@link Client.request}.
+   * @returns The schedule's id.
+   * @example
+   * const scheduleId = await baton.scheduleTask({ appId: 'demo', environment: 'dev', cron: '0 8 * * MON-FRI', timezone: 'Europe/Paris', name: 'sendDigest', input: ['daily'] });
+   */
   async scheduleTask(input: { appId: string; environment: string; cron: string; name: string; input?: unknown[]; timezone?: string }): Promise<string> {
     const data = await this.request<{ scheduleTask: { id: string } }>(
       'mutation($input: ScheduleTaskInput!) { scheduleTask(input: $input) { id } }',
@@ -224,6 +349,15 @@ export class Client {
     return data.scheduleTask.id;
   }
 
+  /**
+   * Schedules a workflow by a cron expression: every occurrence dispatches one workflow with these
+   * arguments (and `tag`, if given). Cron expressions and `timezone` as for
+   * {@link Client.scheduleTask}; the overlap policy and catch-up window take their defaults (set
+   * them with {@link Client.request} and the `scheduleWorkflow` mutation).
+   * @returns The schedule's id.
+   * @example
+   * const scheduleId = await baton.scheduleWorkflow({ appId: 'demo', environment: 'dev', cron: '0 2 * * *', name: 'NightlyReport', input: [{ format: 'pdf' }] });
+   */
   async scheduleWorkflow(input: { appId: string; environment: string; cron: string; name: string; input?: unknown[]; tag?: string; timezone?: string }): Promise<string> {
     const data = await this.request<{ scheduleWorkflow: { id: string } }>(
       'mutation($input: ScheduleWorkflowInput!) { scheduleWorkflow(input: $input) { id } }',
@@ -232,6 +366,15 @@ export class Client {
     return data.scheduleWorkflow.id;
   }
 
+  /**
+   * Sends the event `name` with `data` (default none) to the workflows the selector picks: running
+   * and paused ones record it (`ctx.waitForEvent` / `ctx.onEvent` get `data` as their arguments; a
+   * paused one acts on it after resume); final ones do not receive it. An unknown `{ id }` is a
+   * `NOT_FOUND` error; a `{ name }` selector that matches nothing answers `NO_MATCH`.
+   * @example
+   * const sent = await baton.sendEventToWorkflows({ appId: 'demo', environment: 'dev', selector: { name: 'Onboarding', tag: 'email:ada@example.com' }, name: 'activated', data: [{ plan: 'pro' }] });
+   * if (sent.status === 'NO_MATCH') console.warn('nobody was waiting');
+   */
   async sendEventToWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector; name: string; data?: unknown[] }): Promise<SelectorActionResult> {
     const data = await this.request<{ sendEventToWorkflows: SelectorActionResult }>(
       `mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) ${SELECTOR_RESULT} }`,
@@ -240,14 +383,36 @@ export class Client {
     return data.sendEventToWorkflows;
   }
 
+  /**
+   * Pauses the running workflows the selector picks: tasks already dispatched keep running and
+   * their results are recorded, but nothing new is dispatched until {@link Client.resumeWorkflows}.
+   * Paused and final workflows are left as they are. An unknown `{ id }` is a `NOT_FOUND` error.
+   * @example
+   * await baton.pauseWorkflows({ appId: 'demo', environment: 'dev', selector: { name: 'Onboarding' } });
+   */
   pauseWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector }): Promise<SelectorActionResult> {
     return this.selectorAction('pauseWorkflows', 'PauseWorkflowsInput', input);
   }
 
+  /**
+   * Resumes the paused workflows the selector picks; what was recorded while they were paused
+   * (task results, timers, events) is then acted on, in order. Running and final workflows are
+   * left as they are. An unknown `{ id }` is a `NOT_FOUND` error.
+   * @example
+   * await baton.resumeWorkflows({ appId: 'demo', environment: 'dev', selector: { id } });
+   */
   resumeWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector }): Promise<SelectorActionResult> {
     return this.selectorAction('resumeWorkflows', 'ResumeWorkflowsInput', input);
   }
 
+  /**
+   * Terminates the running and paused workflows the selector picks; final. Their running tasks are
+   * told to stop at their next heartbeat (late results are recorded and ignored); `reason` is
+   * recorded in the history. Final workflows are left as they are. An unknown `{ id }` is a
+   * `NOT_FOUND` error.
+   * @example
+   * await baton.terminateWorkflows({ appId: 'demo', environment: 'dev', selector: { id }, reason: 'customer left' });
+   */
   terminateWorkflows(input: { appId: string; environment: string; selector: WorkflowSelector; reason?: string }): Promise<SelectorActionResult> {
     return this.selectorAction('terminateWorkflows', 'TerminateWorkflowsInput', input);
   }
@@ -257,6 +422,13 @@ export class Client {
     return data[field];
   }
 
+  /**
+   * One workflow as it is now, or null when this app and environment have no workflow of that id.
+   * `input`, `output` and `queries` stay JSON strings here.
+   * @example
+   * const wf = await baton.workflow('demo', 'dev', id);
+   * if (wf?.state === 'FAILED') console.error(wf.error);
+   */
   async workflow(appId: string, environment: string, id: string): Promise<WorkflowSummary | null> {
     const data = await this.request<{ workflow: WorkflowSummary | null }>(
       `query($appId: String!, $environment: String!, $id: ID!) { workflow(appId: $appId, environment: $environment, id: $id) ${WORKFLOW_FIELDS} }`,
@@ -265,11 +437,47 @@ export class Client {
     return data.workflow;
   }
 
-  async workflowHistory(appId: string, environment: string, id: string): Promise<Array<{ revision: number; type: string; data: unknown; recordedAt: string }>> {
-    const data = await this.request<{ workflowHistory: Array<{ revision: number; type: string; data: string; recordedAt: string }> }>(
-      'query($appId: String!, $environment: String!, $id: ID!) { workflowHistory(appId: $appId, environment: $environment, id: $id) { revision type data recordedAt } }',
-      { appId, environment, id },
-    );
-    return data.workflowHistory.map((e) => ({ ...e, data: JSON.parse(e.data) }));
+  /**
+   * A workflow's history: its events in order, as stored, each with its `data` parsed from JSON.
+   *
+   * Without `first`, answers every event from `fromRevision` (default 0) to the end, reading the
+   * history in pages of 1,000 events (one request each) until a page comes back short; events
+   * appended while it reads may be included. With `first`, answers one page: at most `first`
+   * events (1 to 10,000) from `fromRevision`, in one request; page on with
+   * `fromRevision: lastEvent.revision + 1` until fewer than `first` come back.
+   * @param options - `fromRevision`: first revision to answer (default 0); `first`: answer this one
+   *   page of at most `first` events instead of the whole rest of the history.
+   * @returns The events: `revision` (index in the history, from 0), `type` (e.g.
+   *   `WorkflowDispatched`, `TaskCompleted`), `data` and `recordedAt` (ISO 8601).
+   * @throws {@link BatonRequestError} `NOT_FOUND` when there is no such workflow, `BAD_USER_INPUT`
+   *   for a `first` outside 1 to 10,000 or a negative `fromRevision`.
+   * @example
+   * const history = await baton.workflowHistory('demo', 'dev', id);
+   * const tasksDone = history.filter((e) => e.type === 'TaskCompleted').length;
+   * // Or one page at a time:
+   * const page = await baton.workflowHistory('demo', 'dev', id, { fromRevision: 0, first: 100 });
+   */
+  async workflowHistory(
+    appId: string,
+    environment: string,
+    id: string,
+    options: { fromRevision?: number; first?: number } = {},
+  ): Promise<Array<{ revision: number; type: string; data: unknown; recordedAt: string }>> {
+    const page = async (fromRevision: number, first: number) => {
+      const data = await this.request<{ workflowHistory: Array<{ revision: number; type: string; data: string; recordedAt: string }> }>(
+        'query($appId: String!, $environment: String!, $id: ID!, $fromRevision: Int, $first: Int) { workflowHistory(appId: $appId, environment: $environment, id: $id, fromRevision: $fromRevision, first: $first) { revision type data recordedAt } }',
+        { appId, environment, id, fromRevision, first },
+      );
+      return data.workflowHistory.map((e) => ({ ...e, data: JSON.parse(e.data) as unknown }));
+    };
+    const from = options.fromRevision ?? 0;
+    if (options.first !== undefined) return page(from, options.first);
+    const events: Array<{ revision: number; type: string; data: unknown; recordedAt: string }> = [];
+    for (let next = from; ; ) {
+      const batch = await page(next, HISTORY_PAGE);
+      for (const event of batch) events.push(event);
+      if (batch.length < HISTORY_PAGE) return events;
+      next = batch[batch.length - 1].revision + 1;
+    }
   }
 }

@@ -36,8 +36,14 @@ export function resolveRetryPolicy(policy: RetryPolicy): RetryPolicyMs {
   };
 }
 
+/**
+ * Options of a task, the third argument of {@link defineTask}: how its attempts are retried and
+ * how long each may run. The worker serving the task declares them to the service.
+ * @example
+ * const options: TaskOptions = { retry: { maxAttempts: 5, initialDelay: '2s', maxDelay: '1m' }, timeout: '30s' };
+ */
 export interface TaskOptions {
-  /** Retry policy; see {@link RetryPolicy}. */
+  /** Retry policy; see {@link RetryPolicy} (default: 3 attempts, 1 s then doubling, at most 60 s). */
   retry?: RetryPolicy;
   /**
    * Start-to-close timeout of one attempt: past it the attempt is aborted and counts as failed.
@@ -67,17 +73,23 @@ export type TaskHandler<Args extends unknown[], Result> = (this: TaskContext, ..
 
 /** A task: a named function that runs on a worker, with retries. */
 export interface TaskDefinition<Args extends unknown[] = any[], Result = any> {
+  /** Always `'task'`: tells a task definition from a workflow definition. */
   readonly kind: 'task';
+  /** The name dispatches and `ctx.run` use (`dispatchTask({ name })`), unique among a worker's tasks. */
   readonly name: string;
+  /** The task's code: called by the worker with a {@link TaskContext} and the task's arguments; its (awaited) return value is the result, as JSON (`undefined` becomes `null`). */
   readonly handler: (ctx: TaskContext, ...args: Args) => Result | Promise<Result>;
+  /** The options given to {@link defineTask} (`{}` when none were). */
   readonly options: TaskOptions;
 }
 
 /** A workflow: deterministic code that orchestrates tasks, timers, events and children. */
 export interface WorkflowDefinition<Args extends unknown[] = any[], Result = any> {
+  /** Always `'workflow'`: tells a workflow definition from a task definition. */
   readonly kind: 'workflow';
   /** The name with its version, e.g. `Onboarding_v2`. */
   readonly name: string;
+  /** The workflow's code: replayed by the worker with a {@link WorkflowContext} and the workflow's arguments; its resolved value is the workflow's result and must be JSON. */
   readonly handler: (ctx: WorkflowContext, ...args: Args) => Promise<Result>;
 }
 

@@ -5,10 +5,12 @@
  */
 
 const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const;
+/** A day of the week, in lower case English: `'sunday'` to `'saturday'` (see {@link onWeekday}). */
 export type Weekday = (typeof WEEKDAYS)[number];
 
 /** The next instant (strictly after the workflow's now) matching every field given. */
 export interface Moment {
+  /** Always `'moment'`: tells a moment from a date in `ctx.sleepUntil`. */
   readonly kind: 'moment';
   /** Wall-clock time `HH:MM` or `HH:MM:SS` (default `00:00` when a day is given, else required). */
   readonly at?: string;

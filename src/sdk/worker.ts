@@ -21,12 +21,18 @@ import {
 } from '../protocol/index.js';
 import { WorkflowReplay } from './workflow-context.js';
 
+/**
+ * What a {@link Worker} serves and how: the service to poll, the app and environment it works for,
+ * its task and workflow definitions, and tuning (all optional, with defaults).
+ */
 export interface WorkerOptions {
   /** Base URL of the Baton service. */
   url: string;
   /** API token scoped to `appId`. */
   token: string;
+  /** The app whose work this worker polls for (1–128 characters); the token must grant access to it. */
   appId: string;
+  /** The environment of the app it works in, e.g. `production` (1–128 characters): it gets only work dispatched there. */
   environment: string;
   /** Tasks this worker runs. */
   tasks?: TaskDefinition[];
@@ -111,6 +117,7 @@ type TaskReport = WireTaskReport;
  * await worker.run();
  */
 export class Worker {
+  /** The id this worker claims work under, shown in histories (`DecisionStarted.workerId`, `TaskStarted.workerId`): `options.workerId`, or `<hostname>-<pid>-<random>`. */
   readonly workerId: string;
   private readonly client: Client;
   private readonly tasks: Map<string, TaskDefinition>;
@@ -139,6 +146,13 @@ export class Worker {
   private runPromise: Promise<void> | undefined;
   private registered: { workflows: string[]; tasks: Array<{ name: string; retry: RetryPolicyMs | null; timeoutMs: number | null }> } | undefined;
 
+  /**
+   * Makes a worker; it contacts the service only once {@link Worker.run} is called. Tasks and
+   * workflows are served under their definitions' names (a later definition of the same name
+   * replaces an earlier one).
+   * @param options - Service, token, app, environment, definitions and tuning; see {@link WorkerOptions}.
+   * @throws TypeError when `url` is not a valid URL.
+   */
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.client = new Client({ url: options.url, token: options.token });

@@ -13,6 +13,7 @@ const CHILD_OPTIONS = Symbol('baton.childOptions');
 /** Options for a child workflow, passed as the last argument of `ctx.workflow` / `ctx.dispatch`. */
 export interface ChildOptions {
   readonly [CHILD_OPTIONS]: true;
+  /** The child's tag, for `{ name, tag }` selectors. */
   readonly tag?: string;
 }
 
@@ -48,9 +49,22 @@ export interface StepAttempt {
 
 /** Actions on the workflows a selector picks, from inside a workflow (fire and forget). */
 export interface SelectedWorkflows {
+  /**
+   * Sends the event `event` with `data` to the selected workflows (as `sendEventToWorkflows`):
+   * their `waitForEvent` / `onEvent` get it. Recorded with this decision and applied by the
+   * service after it; nothing comes back to this workflow.
+   * @example
+   * ctx.select({ name: 'Shipment', tag: `order:${orderId}` }).send('cancelled', { reason });
+   */
   send(event: string, ...data: unknown[]): void;
+  /** Pauses the selected running workflows (as `pauseWorkflows`), after this decision is recorded. */
   pause(): void;
+  /** Resumes the selected paused workflows (as `resumeWorkflows`), after this decision is recorded. */
   resume(): void;
+  /**
+   * Terminates the selected running and paused workflows (as `terminateWorkflows`, with the reason
+   * `requested by workflow <this workflow's id>`), after this decision is recorded.
+   */
   terminate(): void;
 }
 
@@ -203,6 +217,16 @@ export class WorkflowReplay {
   private finished = false;
   private next = 0;
 
+  /**
+   * Prepares a replay of one workflow run; nothing runs until {@link WorkflowReplay.execute} or
+   * {@link WorkflowReplay.feed}. Workers make these themselves; `baton replay` uses one to check
+   * new code against a recorded history.
+   * @param workflow - The workflow's definition (the code to replay).
+   * @param workflowId - Its id (seeds `ctx.random()` and `ctx.uuid()`, and derives the ids of what it starts).
+   * @param input - Its arguments.
+   * @param history - The history {@link WorkflowReplay.execute} replays (default empty; {@link WorkflowReplay.feed} takes events instead).
+   * @param options - `verifyOnly`: only check the code against the history (default false).
+   */
   constructor(
     private readonly workflow: WorkflowDefinition,
     private readonly workflowId: string,
