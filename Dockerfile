@@ -1,4 +1,4 @@
-# Baton service image: Node 24, production dependencies only, the compiled service and CLI.
+# Baton service image: Node 24, production dependencies only, the compiled service, CLI and dashboard (/ui).
 #   docker build -t baton .
 #   docker run -p 3000:3000 -v baton-data:/app/data baton
 #   docker run --rm -v baton-data:/app/data baton baton tokens create --app shop
@@ -11,11 +11,16 @@ RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+# The SDK is a workspace package (`@baton/sdk`: file:packages/sdk) that npm links in; it is
+# compiled from src/sdk by `npm run build`, which the examples import it through.
+COPY packages/sdk/package.json packages/sdk/README.md ./packages/sdk/
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json tsconfig.sdk.json ./
 COPY src ./src
 COPY examples ./examples
 COPY test/support/fixtures ./test/support/fixtures
+COPY ui ./ui
+# The SDK, the service and CLI, and the dashboard (vite, into dist/ui).
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-bookworm-slim
@@ -31,6 +36,10 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/examples ./dist/examples
+COPY --from=build /app/dist/ui ./dist/ui
+# node_modules/@baton/sdk links here: the service imports the examples, which import the SDK.
+COPY --from=build /app/packages/sdk/package.json ./packages/sdk/
+COPY --from=build /app/packages/sdk/dist ./packages/sdk/dist
 # `baton ...` inside the container runs the compiled CLI.
 RUN ln -s /app/dist/src/cli/baton.js /usr/local/bin/baton \
   && chmod +x /app/dist/src/cli/baton.js \
