@@ -163,5 +163,6 @@ export abstract class PageArgs {
   @Field(() => String, { nullable: true, description: 'Cursor: return the items after this one (`pageInfo.endCursor`).' })
   @IsOptional()
   @IsString()
+  @MaxLength(128)
   after?: string;
 }

@@ -124,6 +124,21 @@ describe('input validation', () => {
       }
     });
 
+    it('list filters and cursors are bounded like the values they match: a name or tag over 256 characters, an id over 64, a cursor over 128', async () => {
+      const scope = { appId: 'demo', environment: 'dev' };
+      const cases: Array<[string, Record<string, unknown>, string]> = [
+        ['query($f: WorkflowFilterInput!) { workflows(filter: $f) { totalCount } }', { f: { ...scope, name: 'n'.repeat(257) } }, 'filter.name'],
+        ['query($f: WorkflowFilterInput!) { workflows(filter: $f) { totalCount } }', { f: { ...scope, tag: 't'.repeat(257) } }, 'filter.tag'],
+        ['query($f: WorkflowFilterInput!) { workflows(filter: $f) { totalCount } }', { f: { ...scope, parentId: 'p'.repeat(65) } }, 'filter.parentId'],
+        ['query($f: TaskFilterInput!) { tasks(filter: $f) { totalCount } }', { f: { ...scope, name: 'n'.repeat(257) } }, 'filter.name'],
+        ['query($f: ScheduleFilterInput!) { schedules(filter: $f) { totalCount } }', { f: { ...scope, name: 'n'.repeat(257) } }, 'filter.name'],
+        ['query($f: WorkflowFilterInput!, $a: String) { workflows(filter: $f, after: $a) { totalCount } }', { f: scope, a: 'c'.repeat(129) }, 'after'],
+      ];
+      for (const [query, variables, field] of cases) expectError(await api.gql(query, variables), 'BAD_USER_INPUT', field);
+      // At the bounds they are accepted (and match nothing).
+      expect(expectData(await api.gql(cases[0][0], { f: { ...scope, name: 'n'.repeat(256) } })).workflows.totalCount).toBe(0);
+    });
+
     it.each(BAD_NAMES)('sendEventToWorkflows with event name %s → BAD_USER_INPUT on "name"', async (_label, name) => {
       expectError(await api.actRaw('send', { name: 'Existing' }, { name, data: '[]' }), 'BAD_USER_INPUT', 'name');
     });

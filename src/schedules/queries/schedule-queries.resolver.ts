@@ -1,7 +1,8 @@
+import { MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
-import { IsEnum, IsOptional, IsString, ValidateNested } from 'class-validator';
+import { IsEnum, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
@@ -20,6 +21,7 @@ export class ScheduleFilterInput extends AppScopedInput {
   @Field({ nullable: true, description: 'Only schedules of the task or workflow of this name.' })
   @IsOptional()
   @IsString()
+  @MaxLength(MAX_NAME_LENGTH)
   name?: string;
 
   @Field(() => ScheduleStatusValue, { nullable: true, description: 'Only schedules in this state (ACTIVE, PAUSED or DELETED).' })

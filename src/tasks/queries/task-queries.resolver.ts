@@ -1,6 +1,7 @@
+import { MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
 import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
-import { IsOptional, IsString, ValidateNested } from 'class-validator';
+import { IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, PageArgs } from '../../graphql/common.types.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
@@ -14,11 +15,13 @@ export class TaskFilterInput extends AppScopedInput {
   @Field({ nullable: true, description: 'Only tasks of this name.' })
   @IsOptional()
   @IsString()
+  @MaxLength(MAX_NAME_LENGTH)
   name?: string;
 
   @Field(() => String, { nullable: true, description: 'Only tasks dispatched with this tag.' })
   @IsOptional()
   @IsString()
+  @MaxLength(MAX_NAME_LENGTH)
   tag?: string;
 
   @Field(() => TaskState, { nullable: true, description: 'Only tasks in this state.' })

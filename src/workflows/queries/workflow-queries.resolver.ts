@@ -1,7 +1,8 @@
+import { MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
-import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { ProjectionRunner } from '../../event-store/projection-runner.js';
 import { ReadFence } from '../../event-store/read-fence.js';
@@ -21,11 +22,13 @@ export class WorkflowFilterInput extends AppScopedInput {
   @Field({ nullable: true, description: 'Only workflows of this name (a base name also matches its `Name_vN` versions).' })
   @IsOptional()
   @IsString()
+  @MaxLength(MAX_NAME_LENGTH)
   name?: string;
 
   @Field({ nullable: true, description: 'Only workflows with this tag.' })
   @IsOptional()
   @IsString()
+  @MaxLength(MAX_NAME_LENGTH)
   tag?: string;
 
   @Field(() => WorkflowState, { nullable: true, description: 'Only workflows in this state.' })
@@ -35,11 +38,13 @@ export class WorkflowFilterInput extends AppScopedInput {
   @Field(() => ID, { nullable: true, description: 'Only the children of this workflow.' })
   @IsOptional()
   @IsString()
+  @MaxLength(64)
   parentId?: string;
 
   @Field(() => ID, { nullable: true, description: 'Only workflows this schedule dispatched.' })
   @IsOptional()
   @IsString()
+  @MaxLength(64)
   scheduleId?: string;
 
   @Field(() => Date, { nullable: true, description: 'Only workflows dispatched at or after this time.' })
