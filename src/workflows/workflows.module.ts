@@ -10,6 +10,7 @@ import { SelectorActions } from './commands/selector-actions.js';
 import { SendEventToWorkflowsHandler, SendEventToWorkflowsResolver } from './commands/send-event-to-workflows/send-event-to-workflows.js';
 import { TerminateWorkflowsHandler, TerminateWorkflowsResolver } from './commands/terminate-workflows/terminate-workflows.js';
 import { WorkflowQueriesResolver } from './queries/workflow-queries.resolver.js';
+import { WorkflowEndings } from './queries/workflow-endings.js';
 import { WorkflowsReadModel } from './workflows.read-model.js';
 
 @Module({
@@ -31,6 +32,7 @@ import { WorkflowsReadModel } from './workflows.read-model.js';
     RetryWorkflowsHandler,
     RetryWorkflowsResolver,
     WorkflowQueriesResolver,
+    WorkflowEndings,
   ],
   exports: [WorkflowsReadModel, WorkflowDispatcher, SelectorActions],
 })

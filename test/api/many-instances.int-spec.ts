@@ -9,7 +9,7 @@ import { Service, createTokenViaCli, freshStoreUrl, startService } from '../supp
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 import { Engine } from '../engine/engine-helpers.js';
-import { Client, unique } from './api-helpers.js';
+import { Client, expectData, unique } from './api-helpers.js';
 
 describe('two instances on one store', () => {
   let a: Service;
@@ -123,6 +123,24 @@ describe('two instances on one store', () => {
       expect(failures.body.errors).toBeUndefined();
       expect(activity.body.data?.workflowActivity.reduce((n: number, m: { started: number }) => n + m.started, 0)).toBeGreaterThanOrEqual(1);
       for (const answer of [workers, audit, failures, activity]) expect(BigInt(answer.position ?? '-1')).toBeGreaterThanOrEqual(at);
+    }
+  });
+
+  it('an awaitWorkflow parked on B answers the ending recorded through A, 5 of 5', async () => {
+    const AWAIT = 'query($id: ID!) { awaitWorkflow(appId: "demo", environment: "dev", id: $id, waitMs: 30000) { state } }';
+    for (let i = 0; i < 5; i++) {
+      const id = await apiA.dispatchWorkflow(unique('Awaited'));
+      // Parked on B (it read RUNNING and waits, as B's metric shows): the ending, recorded through
+      // A, reaches B's subscription, which wakes it (WorkflowEndings; its unit test checks which
+      // polls wake), and the metric goes back to 0.
+      const waiting = apiB.gql(AWAIT, { id });
+      await waitFor(async () => /^baton_await_workflow_waiting 1$/m.test(await (await fetch(`${b.url}/metrics`)).text()), {
+        timeoutMs: 3000,
+        description: "B's awaitWorkflow poll to be parked",
+      });
+      expect(await apiA.act('terminate', { id })).toMatchObject({ matched: 1, changed: 1 });
+      expect({ i, answer: expectData(await waiting).awaitWorkflow }).toEqual({ i, answer: { state: 'TERMINATED' } });
+      expect(await (await fetch(`${b.url}/metrics`)).text()).toMatch(/^baton_await_workflow_waiting 0$/m);
     }
   });
 

@@ -4,7 +4,6 @@ import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
 import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
-import { ProjectionRunner } from '../../event-store/projection-runner.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
 import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
@@ -16,6 +15,10 @@ import { WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from 
 import { WorkflowsReadModel } from '../workflows.read-model.js';
 import { FINAL_STATUSES } from '../domain/workflow.decider.js';
 import { Requires } from '../../tokens/roles.js';
+import { WorkflowEndings } from './workflow-endings.js';
+
+/** How often a waiting `awaitWorkflow` looks at its workflow again even when nothing woke it. */
+const AWAIT_RECHECK_MS = 5_000;
 
 @InputType({ description: 'Which workflows to list.' })
 export class WorkflowFilterInput extends AppScopedInput {
@@ -127,7 +130,7 @@ export class WorkflowQueriesResolver {
     private readonly readModel: WorkflowsReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly fence: ReadFence,
-    private readonly projections: ProjectionRunner,
+    private readonly endings: WorkflowEndings,
   ) {}
 
   @Requires('read')
@@ -149,18 +152,24 @@ export class WorkflowQueriesResolver {
     assertScope(principal, args.appId, args.environment);
     const deadline = Date.now() + (args.waitMs ?? 20_000);
     for (;;) {
-      await this.fence.upToHead();
-      const view = this.readModel.get(args.appId, args.environment, args.id);
-      const remaining = deadline - Date.now();
-      if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) return view ? toWorkflowType(view) : null;
-      // Wake when the read models move on (this instance's or another's write), at the latest when the wait ends.
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(remaining, 1000));
-        void this.projections.waitFor(this.projections.checkpoint + 1n).then(() => {
-          clearTimeout(timer);
-          resolve();
+      const watch = this.endings.watch(args.id);
+      try {
+        await this.fence.upToHead();
+        const view = this.readModel.get(args.appId, args.environment, args.id);
+        const remaining = deadline - Date.now();
+        if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) return view ? toWorkflowType(view) : null;
+        // Woken when this workflow ends (whichever instance recorded it), and looked at again every
+        // AWAIT_RECHECK_MS all the same, at the latest when the wait ends.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(remaining, AWAIT_RECHECK_MS));
+          void watch.ended.then(() => {
+            clearTimeout(timer);
+            resolve();
+          });
         });
-      });
+      } finally {
+        watch.cancel();
+      }
     }
   }
 
