@@ -39,6 +39,12 @@ export const DEFAULT_LIMITS: InputLimits = {
 /** Names, task names, tags and event names inside decision commands. */
 export const MAX_NAME_LENGTH = 256;
 
+/** Workflow, task and schedule ids where the API takes one (they are UUIDs: 36 characters). */
+export const MAX_ID_LENGTH = 64;
+
+/** An IANA time zone name (`TimezoneField`, and a workflow's `CreateSchedule` command). */
+export const MAX_TIMEZONE_LENGTH = 64;
+
 /** Picks the input limits out of the service configuration. */
 export function inputLimits(config: {
   maxPayloadBytes: number;

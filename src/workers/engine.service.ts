@@ -15,7 +15,7 @@ import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
-import { parseCommands, parseJson } from './worker-input-limits.js';
+import { parseJson, reportedCommands } from './worker-input-limits.js';
 import {
   DecidedWork,
   DecisionHistoryInput,
@@ -404,7 +404,7 @@ export class EngineService {
       );
       return;
     }
-    const commands = parseCommands(report.commands);
+    const commands = reportedCommands(report);
     const ids: Record<number, string> = {};
     for (const c of commands) {
       if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask' || c.type === 'CreateSchedule') ids[c.seq] = callId(parsed.workflowId, c.seq);
@@ -495,7 +495,7 @@ export class EngineService {
   private nextDecision(workflowId: string, input: NextDecisionInput, workerId: string, now: number): NextDecision | undefined {
     const at = Date.parse(input.startedAt);
     if (!(Math.abs(at - now) <= NEXT_DECISION_CLOCK_SKEW_MS)) return undefined;
-    const commands = parseCommands(input.commands, 'tasks.next.commands');
+    const commands = reportedCommands(input, 'tasks.next.commands');
     const ids: Record<number, string> = {};
     for (const c of commands) {
       if (c.type === 'StartChildWorkflow' || c.type === 'DispatchTask' || c.type === 'CreateSchedule') ids[c.seq] = callId(workflowId, c.seq);

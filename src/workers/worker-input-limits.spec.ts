@@ -8,7 +8,7 @@ import 'reflect-metadata';
 import { describe, expect, it } from '@jest/globals';
 import { MAX_SEQ, parseRef } from '../protocol/work-refs.js';
 import { DEFAULT_LIMITS } from '../shared/limits.js';
-import { commandShapes, isIsoDateTime, screenReport } from './worker-input-limits.js';
+import { commandShapes, isIsoDateTime, reportedCommands, screenReport } from './worker-input-limits.js';
 import type { ReportWorkInput } from './worker-protocol.types.js';
 
 const WF = '0192f0a0-0000-7000-8000-000000000001';
@@ -274,5 +274,20 @@ describe('commandShapes (what the engine parses the commands with)', () => {
     expect(() => commandShapes([task(1), timer(1)], 'decisions.commands')).toThrow(/reuses seq 1/);
     expect(() => commandShapes([{ type: 'CompleteWorkflow', result: 1 }, task(0)], 'decisions.commands')).toThrow(/ends the run/);
     expect(commandShapes([task(0), { type: 'CompleteWorkflow', result: 1 }], 'decisions.commands')).toHaveLength(2);
+  });
+});
+
+describe('reportedCommands (what the engine records)', () => {
+  it('hands the engine the commands the screen parsed, and parses a report that was not screened', () => {
+    const commands = [task(0), { type: 'CompleteWorkflow', output: 1 }];
+    const { kept } = screen(commands);
+    const first = reportedCommands(kept[0]);
+    expect(first).toEqual(commands);
+    // The same parse, not a second one.
+    expect(reportedCommands(kept[0])).toBe(first);
+    const unscreened = { commands: JSON.stringify(commands) };
+    expect(reportedCommands(unscreened)).toEqual(commands);
+    expect(reportedCommands(unscreened)).not.toBe(reportedCommands(unscreened));
+    expect(() => reportedCommands({ commands: '[{"type":"Nope"}]' })).toThrow(/command 0 has no known type/);
   });
 });

@@ -1,5 +1,5 @@
 import { BadUserInputError, BatonError } from '../shared/errors.js';
-import { InputLimits, MAX_NAME_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
+import { InputLimits, MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_TIMEZONE_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
 import type { Json } from '../event-store/event-store.port.js';
 import { PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
 import { MAX_SEQ } from '../protocol/work-refs.js';
@@ -68,7 +68,7 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
   try {
     if (report.error || report.released) throw new BadUserInputError('tasks.next', 'goes only with a result');
     if (!isIsoDateTime(next.startedAt)) throw new BadUserInputError('tasks.next.startedAt', 'must be an ISO 8601 date-time');
-    checkDecision({ ref: report.ref, decisionId: next.basisDecisionId, commands: next.commands, queries: next.queries }, limits, 'tasks.next', now);
+    checkDecision({ ref: report.ref, decisionId: next.basisDecisionId, commands: next.commands, queries: next.queries }, limits, 'tasks.next', now, next);
     return report;
   } catch (error) {
     if (!(error instanceof BatonError)) throw error;
@@ -77,17 +77,13 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
   }
 }
 
-/** The public API's bounds on the values decision commands carry (see `NameField`, `CronField`, `TimezoneField`, `WorkflowSelectorInput`). */
-const MAX_SELECTOR_ID_LENGTH = 64;
-const MAX_TIMEZONE_LENGTH = 64;
-
 /**
  * Checks a decision's commands and queries against the limits and against the rules the public API
  * applies to the same values (names, tags, selectors, cron expressions and time zones); answers the
  * commands, parsed (none for a failure). A refusal is BAD_USER_INPUT on `<prefix>.commands`, its
  * message naming the command and its field.
  */
-function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions', now = Date.now()): unknown[] | undefined {
+function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions', now = Date.now(), carrier: object = report): unknown[] | undefined {
   if (report.queries != null) parseLimitedJson(`${prefix}.queries`, report.queries, limits, 'object');
   if (report.failureCode || report.commands == null) return undefined;
   const field = `${prefix}.commands`;
@@ -96,7 +92,7 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
   const commands = parseLimitedJson(field, report.commands, decisionLimits, 'array') as unknown[];
   if (commands.length > limits.decisionCommands) throw new BadUserInputError(field, `one decision holds at most ${limits.decisionCommands} commands (MAX_DECISION_COMMANDS)`);
   // Types, seq numbers (range, reuse), what may follow a final command, and timer dates.
-  commandShapes(commands, field);
+  const shaped = commandShapes(commands, field);
   commands.forEach((command, i) => {
     const c = command as Record<string, unknown>;
     const bad = (message: string, extra?: Record<string, string>) => new BadUserInputError(field, `command ${i} (${String(c.type)}): ${message}`, extra);
@@ -153,7 +149,7 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
         const selector = c.selector as Record<string, unknown> | null | undefined;
         if (typeof selector !== 'object' || selector === null || Array.isArray(selector)) throw bad('selector must be an object');
         // As WorkflowSelectorInput takes them; a key given must hold a value (the effect tells `{ id }` selectors by the key).
-        if (selector.id !== undefined) text('selector.id', selector.id, { max: MAX_SELECTOR_ID_LENGTH, printable: false });
+        if (selector.id !== undefined) text('selector.id', selector.id, { max: MAX_ID_LENGTH, printable: false });
         if (selector.name !== undefined) text('selector.name', selector.name);
         text('selector.tag', selector.tag, { optional: true });
         try {
@@ -184,7 +180,19 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
     }
     checkJsonValue(field, c, limits);
   });
+  screenedCommands.set(carrier, shaped);
   return commands;
+}
+
+/** The commands `screenReport` parsed and checked, by the report item (or its `next`) that carried them. */
+const screenedCommands = new WeakMap<object, DecisionCommand[]>();
+
+/**
+ * A reported decision's commands (a decision report, or a task report's `next`): those
+ * `screenReport` already parsed and checked, else parsed and shape-checked now.
+ */
+export function reportedCommands(item: { commands?: string | null }, field = 'decisions.commands'): DecisionCommand[] {
+  return screenedCommands.get(item) ?? parseCommands(item.commands, field);
 }
 
 /** A worker's JSON text, or BAD_USER_INPUT on `field`. */

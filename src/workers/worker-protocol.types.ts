@@ -2,6 +2,7 @@ import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { AppScopedInput, NameField, PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
+import { MAX_NAME_LENGTH } from '../shared/limits.js';
 
 /** A worker's id, as the public API takes ids (`AppScopedInput`): 1 to `max` characters, no control characters. */
 function WorkerIdField(description: string, max = 128): PropertyDecorator {
@@ -22,7 +23,7 @@ function WorkflowNamesField(description: string): PropertyDecorator {
     ArrayMaxSize(1000)(target, key);
     IsString({ each: true })(target, key);
     IsNotEmpty({ each: true })(target, key);
-    MaxLength(256, { each: true })(target, key);
+    MaxLength(MAX_NAME_LENGTH, { each: true })(target, key);
     Matches(PRINTABLE, { each: true, message: PRINTABLE_MESSAGE })(target, key);
   };
 }

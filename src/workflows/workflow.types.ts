@@ -1,6 +1,7 @@
 import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs/graphql';
 import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PRINTABLE, PRINTABLE_MESSAGE, Paginated } from '../graphql/common.types.js';
+import { MAX_ID_LENGTH } from '../shared/limits.js';
 import { WorkflowView } from './workflows.read-model.js';
 
 export enum WorkflowState {
@@ -44,7 +45,7 @@ export class WorkflowSelectorInput {
   @IsOptional()
   @IsString()
   @IsNotEmpty()
-  @MaxLength(64)
+  @MaxLength(MAX_ID_LENGTH)
   id?: string | null;
 
   @Field(() => String, { nullable: true, description: 'Every not-final workflow of this name (with `tag`: of this name and tag).' })

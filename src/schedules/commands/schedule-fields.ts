@@ -1,6 +1,7 @@
 import { Field, ID, InputType, Int } from '@nestjs/graphql';
 import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { AppScopedInput, PRINTABLE, PRINTABLE_MESSAGE } from '../../graphql/common.types.js';
+import { MAX_TIMEZONE_LENGTH } from '../../shared/limits.js';
 
 /** Longest catch-up window accepted (as SCHEDULE_CATCH_UP_MS): 7 days. */
 export const MAX_CATCH_UP_WINDOW_MS = 7 * 24 * 3_600_000;
@@ -27,7 +28,7 @@ export function TimezoneField(): PropertyDecorator {
     })(target, key);
     IsOptional()(target, key);
     IsString()(target, key);
-    MaxLength(64)(target, key);
+    MaxLength(MAX_TIMEZONE_LENGTH)(target, key);
   };
 }
 

@@ -25,7 +25,7 @@ export class WorkflowEndings implements IEventHandler<StoredEvent> {
       help: 'awaitWorkflow long polls (a client waiting for a result, as the SDK\'s result() does) waiting on this instance.',
       registers: [metrics.registry],
       collect() {
-        this.set(endings.watches);
+        this.set(endings.watched);
       },
     });
   }

@@ -1,4 +1,4 @@
-import { MAX_NAME_LENGTH } from '../../shared/limits.js';
+import { MAX_ID_LENGTH, MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
@@ -41,13 +41,13 @@ export class WorkflowFilterInput extends AppScopedInput {
   @Field(() => ID, { nullable: true, description: 'Only the children of this workflow.' })
   @IsOptional()
   @IsString()
-  @MaxLength(64)
+  @MaxLength(MAX_ID_LENGTH)
   parentId?: string;
 
   @Field(() => ID, { nullable: true, description: 'Only workflows this schedule dispatched.' })
   @IsOptional()
   @IsString()
-  @MaxLength(64)
+  @MaxLength(MAX_ID_LENGTH)
   scheduleId?: string;
 
   @Field(() => Date, { nullable: true, description: 'Only workflows dispatched at or after this time.' })
