@@ -15,7 +15,7 @@ import { replayableHistory } from '../workflows/domain/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
-import { parseJson, reportedCommands } from './worker-input-limits.js';
+import { parseJson, rejection, reportedCommands } from './worker-input-limits.js';
 import {
   DecidedWork,
   DecisionHistoryInput,
@@ -379,7 +379,7 @@ export class EngineService {
       await apply();
       return null;
     } catch (error) {
-      if (error instanceof BatonError && error.httpStatus === 200) return { ref, code: error.code, message: error.message };
+      if (error instanceof BatonError && error.httpStatus === 200) return rejection(ref, error);
       throw error;
     }
   }

@@ -26,7 +26,7 @@ function screen(commands: unknown) {
 function expectRejected(commands: unknown, ...fragments: string[]) {
   const { kept, rejected } = screen(commands);
   expect(kept).toEqual([]);
-  expect(rejected).toEqual([{ ref: REF, code: 'BAD_USER_INPUT', message: expect.stringMatching(/^decisions\.commands: /) }]);
+  expect(rejected).toEqual([{ ref: REF, code: 'BAD_USER_INPUT', message: expect.stringMatching(/^decisions\.commands: /), field: 'decisions.commands' }]);
   for (const fragment of fragments) expect(rejected[0].message).toContain(fragment);
   return rejected[0].message;
 }
@@ -214,7 +214,7 @@ describe('a report with several items', () => {
     const { input: screened, rejected } = screenReport(input, DEFAULT_LIMITS, NOW);
     expect(screened.decisions?.map((d) => d.ref)).toEqual([good]);
     expect(screened.tasks).toHaveLength(1);
-    expect(rejected).toEqual([{ ref: REF, code: 'BAD_USER_INPUT', message: expect.stringContaining('decisions.commands: command 0 (ScheduleTask) needs a seq') }]);
+    expect(rejected).toEqual([{ ref: REF, code: 'BAD_USER_INPUT', message: expect.stringContaining('decisions.commands: command 0 (ScheduleTask) needs a seq'), field: 'decisions.commands' }]);
   });
 
   it('a task result\'s next decision is screened the same way: a bad one is dropped, the result kept', () => {

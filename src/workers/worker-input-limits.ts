@@ -32,7 +32,7 @@ export function screenReport(input: ReportWorkInput, limits: InputLimits, now = 
         return true;
       } catch (error) {
         if (!(error instanceof BatonError)) throw error;
-        rejected.push({ ref: item.ref, code: error.code, message: error.message });
+        rejected.push(rejection(item.ref, error));
         return false;
       }
     });
@@ -42,6 +42,12 @@ export function screenReport(input: ReportWorkInput, limits: InputLimits, now = 
     tasks: input.tasks ? keep(tasks, (t) => checkTask(t, limits)).map((t) => screenNext(t, limits, rejected, now)) : input.tasks,
   } as ReportWorkInput;
   return { input: screened, rejected };
+}
+
+/** An item refused on its own: its ref, the error's code and message, and the field it names (BAD_USER_INPUT). */
+export function rejection(ref: string, error: BatonError, message = error.message): ReportRejection {
+  const field = error.details.field;
+  return { ref, code: error.code, message, field: typeof field === 'string' ? field : null };
 }
 
 export function checkHeartbeat(input: HeartbeatInput, limits: InputLimits): void {
@@ -72,7 +78,7 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
     return report;
   } catch (error) {
     if (!(error instanceof BatonError)) throw error;
-    rejected.push({ ref: report.ref, code: error.code, message: `next decision not recorded (the task's outcome is): ${error.message}` });
+    rejected.push(rejection(report.ref, error, `next decision not recorded (the task's outcome is): ${error.message}`));
     return { ...report, next: null };
   }
 }

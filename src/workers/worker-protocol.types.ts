@@ -354,6 +354,8 @@ export class ReportRejection {
   code: string;
   @Field({ description: 'Details.' })
   message: string;
+  @Field(() => String, { nullable: true, description: 'The offending input field for BAD_USER_INPUT (e.g. `decisions.commands`, `tasks.next.startedAt`), as `extensions.field` names it on a refused request; null for other codes.' })
+  field?: string | null;
 }
 
 @ObjectType({ description: 'A next decision recorded together with its task\'s result.' })

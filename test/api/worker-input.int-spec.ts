@@ -18,7 +18,7 @@ afterAll(() => services.stopAll());
 
 const ENVIRONMENT = 'worker-input';
 const scope = { appId: 'demo', environment: ENVIRONMENT };
-const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } decided { ref } } }`;
+const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message field } decided { ref } } }`;
 const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId name version decisionId attemptId } }`;
 const RETRY = { maxAttempts: 1, initialDelayMs: 0, backoffFactor: 1, maxDelayMs: 0 };
 
@@ -33,7 +33,7 @@ interface Claimed {
 }
 interface Report {
   accepted: number;
-  rejected: Array<{ ref: string; code: string; message: string }>;
+  rejected: Array<{ ref: string; code: string; message: string; field: string | null }>;
   decided: Array<{ ref: string }>;
 }
 
@@ -87,7 +87,7 @@ async function expectRefusedThenAccepted(decision: Claimed, workflowId: string, 
     const answer = await reportDecision(decision, commands);
     expect({ commands, answer }).toEqual({
       commands,
-      answer: { accepted: 0, rejected: [{ ref: decision.ref, code: 'BAD_USER_INPUT', message: expect.stringMatching(/^decisions\.commands: /) }], decided: [] },
+      answer: { accepted: 0, rejected: [{ ref: decision.ref, code: 'BAD_USER_INPUT', message: expect.stringMatching(/^decisions\.commands: /), field: 'decisions.commands' }], decided: [] },
     });
     for (const fragment of fragments) expect({ commands, message: answer.rejected[0].message }).toEqual({ commands, message: expect.stringContaining(fragment) });
     // Nothing of the rejected decision was recorded: the history is what it was.
@@ -95,6 +95,9 @@ async function expectRefusedThenAccepted(decision: Claimed, workflowId: string, 
   }
   // The decision is still current: reported correctly, it is recorded.
   expect(await reportDecision(decision, good)).toEqual({ accepted: 1, rejected: [], decided: [] });
+  // Under another decision id: not the current decision, which no field of the input explains.
+  const stale = { ...decision, decisionId: '01900000-0000-7000-8000-000000000000' };
+  expect((await reportDecision(stale, good)).rejected).toEqual([{ ref: decision.ref, code: 'CONFLICT', message: expect.any(String), field: null }]);
   const after = await admin.history(workflowId);
   expect(after.slice(0, before.length).map(({ revision, type, data }) => ({ revision, type, data }))).toEqual(before);
   expect(after[before.length].type).toBe('DecisionCompleted');
@@ -131,7 +134,7 @@ describe('decision commands a worker reports', () => {
     const answer = expectData(await gql(service, REPORT, { input }, workerToken)).reportWork as Report;
     expect(answer).toEqual({
       accepted: 1,
-      rejected: [{ ref: attempt.ref, code: 'BAD_USER_INPUT', message: expect.stringContaining('tasks.next.commands: command 0 (ScheduleTask) needs a seq') }],
+      rejected: [{ ref: attempt.ref, code: 'BAD_USER_INPUT', message: expect.stringContaining('tasks.next.commands: command 0 (ScheduleTask) needs a seq'), field: 'tasks.next.commands' }],
       decided: [],
     });
     const types = (await admin.history(id)).map((e) => e.type);
