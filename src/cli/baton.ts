@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { createEventStore } from '../event-store/create-event-store.js';
 import { type EventStore } from '../event-store/event-store.port.js';
 import { createToken, revokeToken } from '../tokens/create-token.js';
-import { historyCommand, replayAllCommand, replayCommand } from './history-commands.js';
+import { eventsCommand, historyCommand, replayAllCommand, replayCommand } from './history-commands.js';
 import { CliError, assertStoreExists, backupCommand } from './store-commands.js';
 import { rebuildCommand } from './rebuild-command.js';
 import { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from '../tokens/roles.js';
@@ -113,6 +113,18 @@ withStoreOptions(command(program, 'history <workflowId>', "print every event of 
   .option('--json', 'one JSON object per event, with data and metadata', false)
   .action(async (workflowId: string, o: StoreOptions & { json: boolean }) => done(await withStore(o, (store) => historyCommand(store, workflowId, o.json))));
 
+withStoreOptions(command(program, 'events', 'print the global log in commit order, one JSON event per line, for audits and exports'))
+  .option('--after <position>', 'start after this position (the one a previous run reported)')
+  .option('--stream <prefix...>', 'only streams whose id starts with one of these (workflow-, task-, schedule-, apitoken-, retention-, or a whole stream id)')
+  .option('--type <type...>', 'only events of these types (docs/EVENTS.md lists them)')
+  .option('--limit <n>', 'stop after printing this many events')
+  .action(async (o: StoreOptions & { after?: string; stream?: string[]; type?: string[]; limit?: string }) => {
+    if (o.after !== undefined && !/^\d{1,20}$/.test(o.after)) throw new CliError(`--after takes a position (a whole number), not ${JSON.stringify(o.after)}`);
+    if (o.limit !== undefined && !/^[1-9]\d{0,9}$/.test(o.limit)) throw new CliError(`--limit takes a whole number of events, 1 or more, not ${JSON.stringify(o.limit)}`);
+    const options = { after: o.after === undefined ? undefined : BigInt(o.after), streams: o.stream, types: o.type, limit: o.limit === undefined ? undefined : Number(o.limit) };
+    done(await withStore(o, (store) => eventsCommand(store, options)));
+  });
+
 withStoreOptions(command(program, 'replay <module> [workflowId]', "check that a module's workflow code still replays recorded histories"))
   .option('--all', 'replay every recorded workflow the module defines (progress bar on a terminal)', false)
   .option('--name <workflowName>', 'with --all: only workflows dispatched under this name')
@@ -134,15 +146,25 @@ withStoreOptions(command(program, 'rebuild', 'drop the read models of the embedd
     done(await rebuildCommand(url));
   });
 
+// A reader that stops early (`baton events | head`) closes the pipe: stop quietly, as Unix tools do.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => process.exit(error.code === 'EPIPE' ? 0 : 1));
+
+/** Exits once stdout and stderr have handed over what was written: on a pipe, writes are asynchronous and process.exit would drop them. */
+async function exit(code: number): Promise<never> {
+  const flushed = (stream: NodeJS.WriteStream) => new Promise<void>((resolve) => (stream.writableLength === 0 ? resolve() : stream.write('', () => resolve())));
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
+}
+
 program.parseAsync(process.argv).then(
-  () => process.exit(exitCode),
+  () => exit(exitCode),
   (error: unknown) => {
-    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2);
+    if (error instanceof CommanderError) return exit(error.exitCode === 0 ? 0 : 2);
     if (error instanceof CliError) {
       process.stderr.write(`error: ${error.message}\n`);
-      process.exit(error.exitCode);
+      return exit(error.exitCode);
     }
     process.stderr.write(`${error instanceof ConfigError ? error.message : `error: ${(error as Error).message}`}\n`);
-    process.exit(1);
+    return exit(1);
   },
 );

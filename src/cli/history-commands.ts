@@ -1,4 +1,4 @@
-import type { EventStore } from '../event-store/event-store.port.js';
+import type { EventStore, RecordedEvent } from '../event-store/event-store.port.js';
 import { NonDeterminismError } from '../sdk/errors.js';
 import { type HistoryEvent, WorkflowReplay } from '../sdk/workflow-context.js';
 import type { WorkflowDefinition } from '../sdk/definitions.js';
@@ -11,24 +11,77 @@ async function readWorkflow(store: EventStore, workflowId: string): Promise<Hist
   return events.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
 }
 
-/** `baton history <workflowId>`: every event of a workflow's stream, one per line, for auditors. */
+/** Events read from the store at a time: the CLI's memory holds one page, whatever the stream's length. */
+const PAGE = 1000;
+
+/** Writes a line to stdout, waiting while the pipe is full (an export to a slow reader stays bounded). */
+async function writeLine(line: string): Promise<void> {
+  if (!process.stdout.write(`${line}\n`)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+}
+
+/** One event as `--json` prints it: the envelope, its data and its metadata. */
+function eventJson(e: RecordedEvent): string {
+  return JSON.stringify({ position: String(e.position), streamId: e.streamId, revision: Number(e.revision), type: e.type, recordedAt: e.recordedAt, id: e.id, data: e.data, metadata: e.metadata });
+}
+
+/** `baton history <workflowId>`: every event of a workflow's stream, one per line, for auditors (read a page at a time). */
 export async function historyCommand(store: EventStore, workflowId: string | undefined, json: boolean): Promise<number> {
   if (!workflowId) {
     process.stderr.write('usage: baton history <workflowId> [--json]\n');
     return 2;
   }
-  const events = await store.readStream(`workflow-${workflowId}`);
-  if (events.length === 0) {
-    process.stderr.write(`no workflow ${workflowId} in this store\n`);
-    return 1;
+  const streamId = `workflow-${workflowId}`;
+  for (let fromRevision = 0n; ; ) {
+    const events = await store.readStream(streamId, { fromRevision, maxCount: PAGE });
+    if (fromRevision === 0n && events.length === 0) {
+      process.stderr.write(`no workflow ${workflowId} in this store\n`);
+      return 1;
+    }
+    for (const e of events) {
+      await writeLine(json ? eventJson(e) : `${String(e.revision).padStart(4)}  ${e.recordedAt.toISOString()}  ${e.type.padEnd(24)} ${JSON.stringify(e.data)}`);
+    }
+    if (events.length < PAGE) return 0;
+    fromRevision = events[events.length - 1].revision + 1n;
   }
-  for (const e of events) {
-    process.stdout.write(
-      json
-        ? `${JSON.stringify({ revision: Number(e.revision), position: String(e.position), type: e.type, recordedAt: e.recordedAt, data: e.data, metadata: e.metadata })}\n`
-        : `${String(e.revision).padStart(4)}  ${e.recordedAt.toISOString()}  ${e.type.padEnd(24)} ${JSON.stringify(e.data)}\n`,
-    );
+}
+
+export interface EventsOptions {
+  /** Print events whose position is greater than this one (a position printed by an earlier run). */
+  after?: bigint;
+  /** Only streams whose id starts with one of these (`workflow-`, `schedule-<id>`). */
+  streams?: string[];
+  /** Only events of these types. */
+  types?: string[];
+  /** Stop after printing this many events. */
+  limit?: number;
+}
+
+/**
+ * `baton events`: the global log in commit order, one JSON object per line (its position, stream,
+ * revision, type, time, id, data and metadata), for auditors exporting or following what was
+ * recorded. Reads a page at a time and filters as it reads, so memory stays flat however long
+ * the log; the last line on stderr gives the position to resume from with `--after`.
+ */
+export async function eventsCommand(store: EventStore, options: EventsOptions): Promise<number> {
+  const types = options.types?.length ? new Set(options.types) : null;
+  const streams = options.streams?.length ? options.streams : null;
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  let printed = 0;
+  let read = 0;
+  let after = options.after;
+  for (; printed < limit; ) {
+    const page = await store.readAll({ after, maxCount: PAGE });
+    for (const e of page) {
+      read++;
+      after = e.position;
+      if (types && !types.has(e.type)) continue;
+      if (streams && !streams.some((prefix) => e.streamId.startsWith(prefix))) continue;
+      await writeLine(eventJson(e));
+      if (++printed >= limit) break;
+    }
+    if (page.length < PAGE) break;
   }
+  process.stderr.write(`${printed} events printed of ${read} read; last position read: ${after ?? 'none'} (resume with --after ${after ?? 0})\n`);
   return 0;
 }
 

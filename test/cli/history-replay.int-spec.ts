@@ -4,11 +4,16 @@
  * NON_DETERMINISTIC for code that changed shape).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createEventStore } from '../../src/event-store/create-event-store.js';
 import { Engine, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, startService } from '../support/service.js';
 import { FIXTURES_MODULE, FixtureWorker, startWorker } from '../support/worker.js';
+import { waitFor } from '../support/wait-for.js';
 
 function baton(storeUrl: string, args: string[], env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), ...args], {
@@ -73,5 +78,110 @@ describe('baton history and baton replay', () => {
     const { code, stderr } = baton(service.storeUrl, ['history', '01a20000-0000-7000-8000-000000000000']);
     expect(code).toBe(1);
     expect(stderr).toMatch(/no workflow/);
+  });
+});
+
+/**
+ * Reading a long stream and the whole log a page at a time (1,000 events): a store written through
+ * the store's own API with 2,600 events, then `baton history` and `baton events` over it.
+ */
+describe('baton history and baton events over more than a page', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-cli-events-'));
+  const storeUrl = `sqlite:${join(dir, 'store.db')}`;
+  const workflowId = '01a20000-0000-7000-8000-0000000000aa';
+  const LONG = 2_100;
+
+  beforeAll(async () => {
+    const store = await createEventStore(storeUrl);
+    try {
+      const meta = { actor: 'test', appId: 'demo', environment: 'cli', correlationId: 'c' };
+      await store.append(`workflow-${workflowId}`, [{ id: randomUUID(), type: 'WorkflowDispatched', data: { workflowId, name: 'Long' }, metadata: meta }]);
+      for (let i = 1; i < LONG; i += 100) {
+        const events = Array.from({ length: Math.min(100, LONG - i) }, (_, k) => ({ id: randomUUID(), type: 'TimerFired', data: { seq: i + k }, metadata: meta }));
+        await store.append(`workflow-${workflowId}`, events);
+        // Other streams in between, so the log interleaves.
+        await store.append(`schedule-${randomUUID()}`, [{ id: randomUUID(), type: 'SchedulePaused', data: { pausedAt: new Date(0).toISOString() }, metadata: meta }]);
+      }
+      for (let i = 0; i < 479; i++) await store.append(`task-${randomUUID()}`, [{ id: randomUUID(), type: 'TaskDispatched', data: { n: i }, metadata: meta }]);
+    } finally {
+      await store.close();
+    }
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const lines = (stdout: string) => stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { position: string; streamId: string; revision: number; type: string; data: { seq?: number } });
+
+  it('history prints all 2,100 events of the stream, in order, past the first page', () => {
+    const { code, stdout } = baton(storeUrl, ['history', workflowId, '--json']);
+    expect(code).toBe(0);
+    const events = lines(stdout);
+    expect(events.map((e) => e.revision)).toEqual(Array.from({ length: LONG }, (_, i) => i));
+    expect(events.at(-1)).toMatchObject({ type: 'TimerFired', data: { seq: LONG - 1 }, streamId: `workflow-${workflowId}` });
+  });
+
+  it('events prints the whole log (2,600 events) in position order, each with its stream, revision, data and metadata', () => {
+    const { code, stdout, stderr } = baton(storeUrl, ['events']);
+    expect(code).toBe(0);
+    const events = lines(stdout);
+    expect(events).toHaveLength(2_600);
+    const positions = events.map((e) => BigInt(e.position));
+    expect(positions.every((p, i) => i === 0 || p > positions[i - 1])).toBe(true);
+    expect(events[0]).toMatchObject({ streamId: `workflow-${workflowId}`, revision: 0, type: 'WorkflowDispatched', metadata: { actor: 'test', appId: 'demo' } });
+    expect(stderr).toMatch(new RegExp(`^2600 events printed of 2600 read; last position read: ${events.at(-1)!.position} `));
+  });
+
+  it('events filters by stream prefix and type, and --limit then --after resumes exactly where it stopped', () => {
+    const workflow = lines(baton(storeUrl, ['events', '--stream', `workflow-${workflowId}`]).stdout);
+    expect(workflow.map((e) => e.revision)).toEqual(Array.from({ length: LONG }, (_, i) => i));
+    const others = lines(baton(storeUrl, ['events', '--stream', 'schedule-', 'task-', '--type', 'SchedulePaused']).stdout);
+    expect(others).toHaveLength(21);
+    expect(others.every((e) => e.streamId.startsWith('schedule-') && e.type === 'SchedulePaused')).toBe(true);
+
+    const first = baton(storeUrl, ['events', '--type', 'TaskDispatched', '--limit', '300']);
+    const resumeAt = /resume with --after (\d+)/.exec(first.stderr)![1];
+    const rest = baton(storeUrl, ['events', '--type', 'TaskDispatched', '--after', resumeAt]);
+    const all = lines(baton(storeUrl, ['events', '--type', 'TaskDispatched']).stdout);
+    expect(all).toHaveLength(479);
+    expect([...lines(first.stdout), ...lines(rest.stdout)]).toEqual(all);
+  });
+
+  it('a reader slower than the export still gets every line (the CLI hands its output over before it exits)', async () => {
+    // About 70 KiB of lines: more than a pipe holds (64 KiB on Linux) and less than that plus the
+    // stream's own buffer (16 KiB), so the export ends without waiting for the reader, with the
+    // rest of its output still queued when it is done. Exiting then would drop that rest.
+    const sizes = baton(storeUrl, ['events']).stdout.split('\n').filter(Boolean).map((line) => Buffer.byteLength(line) + 1);
+    let limit = 0;
+    for (let bytes = 0; bytes < 70 * 1024; limit++) bytes += sizes[limit];
+    const child = spawn(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), 'events', '--limit', String(limit)], {
+      cwd: ROOT,
+      env: { ...process.env, EVENT_STORE_URL: storeUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // Read nothing until the export says it is done.
+    child.stdout.pause();
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    await waitFor(() => stderr.includes('events printed'), { timeoutMs: 30_000, description: 'the export to finish writing' });
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stdout.resume();
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect({ code, events: lines(stdout).length }).toEqual({ code: 0, events: limit });
+  });
+
+  it('a reader that stops early (as `| head` does) ends the export quietly, exit code 0', async () => {
+    const child = spawn(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), 'events'], { cwd: ROOT, env: { ...process.env, EVENT_STORE_URL: storeUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  });
+
+  it('a bad --after or --limit is refused with a message, exit code 2', () => {
+    for (const args of [['--after', 'yesterday'], ['--after', '-1'], ['--limit', '0'], ['--limit', 'all']]) {
+      const { code, stdout, stderr } = baton(storeUrl, ['events', ...args]);
+      expect({ args, code, stdout, stderr }).toEqual({ args, code: 2, stdout: '', stderr: expect.stringMatching(new RegExp(`^error: ${args[0]} takes`)) });
+    }
   });
 });
