@@ -149,6 +149,33 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect(taskSchedule).toMatchObject({ kind: 'TASK', cron: '0 2 * * * *', cronDescription: 'At 02:00' });
   });
 
+  it('schedules odd but valid six-field crons (`?`, L, #, W) to fire when they say', async () => {
+    const DAY = 86_400_000;
+    const firings = async (cron: string): Promise<Date[]> => {
+      const created = await client.schedule(cron).workflow('Noop');
+      const s = await schedule(created!.id);
+      expect(s.cron).toBe(cron);
+      return s.nextFirings.map((f: { at: string }) => new Date(f.at));
+    };
+    const at = (d: Date) => [d.getUTCHours(), d.getUTCMinutes()];
+    const lastDayOfMonth = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
+
+    // `?` is "no specific value": the other day field alone decides (it used to fire every day).
+    const mondays = await firings('0 2 ? * MON *');
+    for (const d of mondays) expect([d.getUTCDay(), ...at(d)]).toEqual([1, 2, 0]);
+    expect(mondays[1].getTime() - mondays[0].getTime()).toBe(7 * DAY);
+    for (const d of await firings('0 8 1 * ? *')) expect([d.getUTCDate(), ...at(d)]).toEqual([1, 8, 0]);
+    for (const d of await firings('0 0 L * ? *')) expect(d.getUTCDate()).toBe(lastDayOfMonth(d));
+    for (const d of await firings('0 0 ? * 5L *')) expect([d.getUTCDay(), lastDayOfMonth(d) - d.getUTCDate() < 7]).toEqual([5, true]);
+    for (const d of await firings('0 0 ? * FRI#3 *')) expect([d.getUTCDay(), d.getUTCDate() >= 15 && d.getUTCDate() <= 21]).toEqual([5, true]);
+    for (const d of await firings('0 12 LW * ? *')) {
+      expect([1, 2, 3, 4, 5]).toContain(d.getUTCDay());
+      expect(lastDayOfMonth(d) - d.getUTCDate()).toBeLessThan(3);
+    }
+    // Sunday as 0 and as SUN.
+    for (const cron of ['30 6 * * 0 *', '30 6 ? * SUN *']) for (const d of await firings(cron)) expect([d.getUTCDay(), ...at(d)]).toEqual([0, 6, 30]);
+  });
+
   it('dispatches what a schedule created by the client fires, with its tag', async () => {
     const tag = unique('every-second');
     // Seven fields: seconds first, then the year; fires every second.

@@ -78,6 +78,25 @@ describe('cron syntax', () => {
     expect(upcoming('0 18 * * 5L *', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-30T18:00:00.000Z']);
   });
 
+  it('reads `?` in a day field as "no specific value": the other day field alone decides', () => {
+    // 2026-01-01 is a Thursday. Before, `?` counted as a restricted field, so with the day-of-month
+    // or day-of-week restriction OR-ed in, each of these fired every day.
+    expect(upcoming('0 2 ? * MON *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-05T02:00:00.000Z', '2026-01-12T02:00:00.000Z']);
+    expect(upcoming('0 8 1 * ? *', 'UTC', '2026-01-01T10:00:00Z', 2)).toEqual(['2026-02-01T08:00:00.000Z', '2026-03-01T08:00:00.000Z']);
+    expect(upcoming('0 0 L * ? *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-31T00:00:00.000Z', '2026-02-28T00:00:00.000Z']);
+    expect(upcoming('0 12 LW * ? *', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-30T12:00:00.000Z']);
+    expect(upcoming('15 10 ? * 6L 2026', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-31T10:15:00.000Z']);
+    expect(upcoming('0 0 ? * FRI#3 *', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-01-16T00:00:00.000Z']);
+    expect(upcoming('0 9 ? * MON-FRI', 'UTC', '2026-01-02T10:00:00Z', 2)).toEqual(['2026-01-05T09:00:00.000Z', '2026-01-06T09:00:00.000Z']);
+    // `?` in both day fields, or in another field, is `*`.
+    expect(upcoming('0 2 ? * ? *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-01T02:00:00.000Z', '2026-01-02T02:00:00.000Z']);
+    expect(upcoming('0 ? 1 1 * 2027', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2027-01-01T00:00:00.000Z', '2027-01-01T01:00:00.000Z']);
+    // The expression keeps its `?` as written, and reads as it fires.
+    const c = compileCron('0 2 ? * MON *', 'UTC');
+    expect(c.expression).toBe('0 2 ? * MON *');
+    expect(describeCron(c)).toBe('At 02:00, only on Monday');
+  });
+
   it('knows names, ranges, lists and steps', () => {
     expect(upcoming('0 9 * * MON-FRI', 'UTC', '2026-01-02T10:00:00Z', 2)).toEqual(['2026-01-05T09:00:00.000Z', '2026-01-06T09:00:00.000Z']);
     expect(upcoming('0 0 1 JAN,JUL *', 'UTC', '2026-01-02T00:00:00Z', 1)).toEqual(['2026-07-01T00:00:00.000Z']);

@@ -13,7 +13,7 @@ import { BadUserInputError } from '../../shared/errors.js';
  *   six fields this way were seconds-first; they keep that meaning, see `SixFieldForm`.)
  * - 7: `second minute hour day-of-month month day-of-week year`, for second-level schedules.
  * - a macro below.
- * Field syntax is croner's: `*`, lists `1,5`, ranges `1-5`, steps `*\/15` and `10-50/20`, names
+ * Field syntax is croner's: `*` (or `?`, "no specific value", the same), lists `1,5`, ranges `1-5`, steps `*\/15` and `10-50/20`, names
  * (`JAN`, `MON`), and its extensions `L` (last day of the month, or `5L` the last Friday), `W`
  * (nearest weekday) and `#` (`MON#2`, the second Monday). Day-of-month and day-of-week combine
  * with OR when both are restricted, as in Vixie cron.
@@ -97,15 +97,19 @@ export function normalizeCron(raw: string, sixFields: SixFieldForm = 'year'): { 
     return { expression: macro, pattern: `0 ${pattern} *`, fields: [...CRON_FIELDS] };
   }
   const parts = expression.split(' ');
+  // `?` (a whole field) is "no specific value", as in Quartz and the cron of the original service's
+  // family: `0 2 ? * MON *` is Mondays. croner reads it as `*` only after deciding which day fields
+  // are restricted, so it counted as a restriction and, OR-ed with the other day field, fired daily.
+  const given = parts.map((field) => (field === '?' ? '*' : field)).join(' ');
   switch (parts.length) {
     case 5:
-      return { expression, pattern: `0 ${expression} *`, fields: CRON_FIELDS.slice(1, 6) };
+      return { expression, pattern: `0 ${given} *`, fields: CRON_FIELDS.slice(1, 6) };
     case 6:
       return sixFields === 'year'
-        ? { expression, pattern: `0 ${expression}`, fields: CRON_FIELDS.slice(1) }
-        : { expression, pattern: `${expression} *`, fields: CRON_FIELDS.slice(0, 6) };
+        ? { expression, pattern: `0 ${given}`, fields: CRON_FIELDS.slice(1) }
+        : { expression, pattern: `${given} *`, fields: CRON_FIELDS.slice(0, 6) };
     case 7:
-      return { expression, pattern: expression, fields: [...CRON_FIELDS] };
+      return { expression, pattern: given, fields: [...CRON_FIELDS] };
     default:
       throw new BadUserInputError(
         'cron',
