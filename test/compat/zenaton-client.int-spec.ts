@@ -149,7 +149,7 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect(taskSchedule).toMatchObject({ kind: 'TASK', cron: '0 2 * * * *', cronDescription: 'At 02:00' });
   });
 
-  it('schedules odd but valid six-field crons (`?`, L, #, W) to fire when they say', async () => {
+  it('schedules odd but valid six-field crons (`?`, `0/15`, L, #, W) to fire when they say', async () => {
     const DAY = 86_400_000;
     const firings = async (cron: string): Promise<Date[]> => {
       const created = await client.schedule(cron).workflow('Noop');
@@ -172,6 +172,11 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
       expect([1, 2, 3, 4, 5]).toContain(d.getUTCDay());
       expect(lastDayOfMonth(d) - d.getUTCDate()).toBeLessThan(3);
     }
+    // A step with a start (Quartz and AWS write `0/15`): refused before.
+    const quarters = await firings('0/15 * * * ? *');
+    for (const d of quarters) expect([0, 15, 30, 45]).toContain(d.getUTCMinutes());
+    expect(quarters[1].getTime() - quarters[0].getTime()).toBe(15 * 60_000);
+    for (const d of await firings('5/20 9 * * ? *')) expect([5, 25, 45]).toContain(d.getUTCMinutes());
     // Sunday as 0 and as SUN.
     for (const cron of ['30 6 * * 0 *', '30 6 ? * SUN *']) for (const d of await firings(cron)) expect([d.getUTCDay(), ...at(d)]).toEqual([0, 6, 30]);
   });

@@ -10,7 +10,7 @@ export function CronField(): PropertyDecorator {
   return (target, key) => {
     Field({
       description:
-        'Cron expression: 5 fields (minute hour day-of-month month day-of-week) as in standard cron; 6 fields as in the original service (minute hour day-of-month month day-of-week year, the year 1970-2099), so "0 2 * * * *" is daily at 02:00; 7 fields (second minute hour day-of-month month day-of-week year); or a macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly). Day fields take `L` (last), `W` (nearest weekday), `#` (`MON#2`) and `?` (no specific value: `0 2 ? * MON *` is Mondays). E.g. "*/5 * * * *", "0 9 * * MON-FRI", "0 2 L * * 2027", "*/10 * * * * * *". A refused expression names the field at fault in `extensions.cronField`.',
+        'Cron expression: 5 fields (minute hour day-of-month month day-of-week) as in standard cron; 6 fields as in the original service (minute hour day-of-month month day-of-week year, the year 1970-2099), so "0 2 * * * *" is daily at 02:00; 7 fields (second minute hour day-of-month month day-of-week year); or a macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly). Day fields take `L` (last), `W` (nearest weekday), `#` (`MON#2`) and `?` (no specific value: `0 2 ? * MON *` is Mondays); a step may start at a value (`0/15`, `5/20`). E.g. "*/5 * * * *", "0 9 * * MON-FRI", "0 2 L * * 2027", "*/10 * * * * * *". A refused expression names the field at fault in `extensions.cronField`.',
     })(target, key);
     IsString()(target, key);
     IsNotEmpty()(target, key);

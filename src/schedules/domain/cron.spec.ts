@@ -97,6 +97,44 @@ describe('cron syntax', () => {
     expect(describeCron(c)).toBe('At 02:00, only on Monday');
   });
 
+  it('reads a Quartz-style step with a start, `N/step`, as from N to the end of the field', () => {
+    // The form of AWS's and Quartz's six-field examples: `0/15 * * * ? *`, every quarter hour.
+    expect(upcoming('0/15 * * * ? *', 'UTC', '2026-01-01T00:00:00Z', 3)).toEqual(['2026-01-01T00:15:00.000Z', '2026-01-01T00:30:00.000Z', '2026-01-01T00:45:00.000Z']);
+    expect(upcoming('5/20 9 * * *', 'UTC', '2026-01-01T00:00:00Z', 4)).toEqual([
+      '2026-01-01T09:05:00.000Z',
+      '2026-01-01T09:25:00.000Z',
+      '2026-01-01T09:45:00.000Z',
+      '2026-01-02T09:05:00.000Z',
+    ]);
+    expect(upcoming('0 0 10/10 * ? *', 'UTC', '2026-01-01T00:00:00Z', 4)).toEqual([
+      '2026-01-10T00:00:00.000Z',
+      '2026-01-20T00:00:00.000Z',
+      '2026-01-30T00:00:00.000Z',
+      '2026-02-10T00:00:00.000Z',
+    ]);
+    expect(upcoming('0 0 1 2/6 ? 2026/2', 'UTC', '2026-01-01T00:00:00Z', 3)).toEqual(['2026-02-01T00:00:00.000Z', '2026-08-01T00:00:00.000Z', '2028-02-01T00:00:00.000Z']);
+    expect(upcoming('30/15 0 * * * * *', 'UTC', '2026-01-01T00:00:00Z', 2)).toEqual(['2026-01-01T00:00:30.000Z', '2026-01-01T00:00:45.000Z']);
+    expect(describeCron(compileCron('0/15 * * * ? *', 'UTC'))).toBe('Every 15 minutes');
+    // Out of the field's range, or a zero step: refused, quoting the field as written.
+    for (const [cron, field, value] of [
+      ['60/5 * * * *', 'minute', '60/5'],
+      ['5/0 * * * *', 'minute', '5/0'],
+      ['0 0 1 1 * 1960/2', 'year', '1960/2'],
+    ]) {
+      const error = (() => {
+        try {
+          compileCron(cron, 'UTC');
+        } catch (e) {
+          return e;
+        }
+        throw new Error(`${cron} was accepted`);
+      })() as BadUserInputError;
+      expect(error).toBeInstanceOf(BadUserInputError);
+      expect(error.details).toMatchObject({ field: 'cron', cronField: field });
+      expect(error.message).toContain(JSON.stringify(value));
+    }
+  });
+
   it('knows names, ranges, lists and steps', () => {
     expect(upcoming('0 9 * * MON-FRI', 'UTC', '2026-01-02T10:00:00Z', 2)).toEqual(['2026-01-05T09:00:00.000Z', '2026-01-06T09:00:00.000Z']);
     expect(upcoming('0 0 1 JAN,JUL *', 'UTC', '2026-01-02T00:00:00Z', 1)).toEqual(['2026-07-01T00:00:00.000Z']);
@@ -137,7 +175,7 @@ describe('cron syntax', () => {
     ['@every 5m', /unknown macro/],
     ['61 * * * *', /Invalid value for minute: 61/],
     ['* * * * MOO', /illegal characters/],
-    ['5/15 * * * *', /stepping/],
+    ['/15 * * * *', /stepping/],
   ])('refuses %j on the field cron with the reason', (cron, reason) => {
     const error = refusal(() => compileCron(cron, 'UTC'));
     expect(error.details.field).toBe('cron');

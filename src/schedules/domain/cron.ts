@@ -13,7 +13,7 @@ import { BadUserInputError } from '../../shared/errors.js';
  *   six fields this way were seconds-first; they keep that meaning, see `SixFieldForm`.)
  * - 7: `second minute hour day-of-month month day-of-week year`, for second-level schedules.
  * - a macro below.
- * Field syntax is croner's: `*` (or `?`, "no specific value", the same), lists `1,5`, ranges `1-5`, steps `*\/15` and `10-50/20`, names
+ * Field syntax is croner's: `*` (or `?`, "no specific value", the same), lists `1,5`, ranges `1-5`, steps `*\/15`, `10-50/20` and `5/15` (from 5), names
  * (`JAN`, `MON`), and its extensions `L` (last day of the month, or `5L` the last Friday), `W`
  * (nearest weekday) and `#` (`MON#2`, the second Monday). Day-of-month and day-of-week combine
  * with OR when both are restricted, as in Vixie cron.
@@ -97,25 +97,62 @@ export function normalizeCron(raw: string, sixFields: SixFieldForm = 'year'): { 
     return { expression: macro, pattern: `0 ${pattern} *`, fields: [...CRON_FIELDS] };
   }
   const parts = expression.split(' ');
-  // `?` (a whole field) is "no specific value", as in Quartz and the cron of the original service's
-  // family: `0 2 ? * MON *` is Mondays. croner reads it as `*` only after deciding which day fields
-  // are restricted, so it counted as a restriction and, OR-ed with the other day field, fired daily.
-  const given = parts.map((field) => (field === '?' ? '*' : field)).join(' ');
-  switch (parts.length) {
-    case 5:
-      return { expression, pattern: `0 ${given} *`, fields: CRON_FIELDS.slice(1, 6) };
-    case 6:
-      return sixFields === 'year'
-        ? { expression, pattern: `0 ${given}`, fields: CRON_FIELDS.slice(1) }
-        : { expression, pattern: `${given} *`, fields: CRON_FIELDS.slice(0, 6) };
-    case 7:
-      return { expression, pattern: given, fields: [...CRON_FIELDS] };
-    default:
-      throw new BadUserInputError(
-        'cron',
-        `expected 5 fields (minute hour day-of-month month day-of-week), 6 (the same and a year), or 7 (second minute hour day-of-month month day-of-week year), got ${parts.length}`,
-      );
+  const fields: CronFieldName[] | undefined =
+    parts.length === 5
+      ? CRON_FIELDS.slice(1, 6)
+      : parts.length === 6
+        ? sixFields === 'year'
+          ? CRON_FIELDS.slice(1)
+          : CRON_FIELDS.slice(0, 6)
+        : parts.length === 7
+          ? [...CRON_FIELDS]
+          : undefined;
+  if (!fields) {
+    throw new BadUserInputError(
+      'cron',
+      `expected 5 fields (minute hour day-of-month month day-of-week), 6 (the same and a year), or 7 (second minute hour day-of-month month day-of-week year), got ${parts.length}`,
+    );
   }
+  const given = parts.map((value, i) => quartzField(fields[i], value));
+  const pattern = CRON_FIELDS.map((field) => {
+    const i = fields.indexOf(field);
+    return i >= 0 ? given[i] : field === 'second' ? '0' : '*';
+  }).join(' ');
+  return { expression, pattern, fields };
+}
+
+/** The smallest and largest value of each field, as croner reads them. */
+const FIELD_BOUNDS: Readonly<Record<CronFieldName, readonly [number, number]>> = {
+  second: [0, 59],
+  minute: [0, 59],
+  hour: [0, 23],
+  'day-of-month': [1, 31],
+  month: [1, 12],
+  'day-of-week': [0, 6],
+  year: [1970, 2099],
+};
+
+/**
+ * The two forms of Quartz-style crons (the family of the original service's six fields with a
+ * year, `L`, `W` and `#`) that croner reads otherwise or not at all:
+ * - `?` (the whole field) is "no specific value": `0 2 ? * MON *` is Mondays. croner turns it into
+ *   `*` only after deciding which day fields are restricted, so it counted as a restriction and,
+ *   OR-ed with the other day field, fired every day.
+ * - `N/step` starts at N: `0/15` is `*\/15`, `5/15` is `5-59/15`. croner refuses a start without
+ *   an end.
+ */
+function quartzField(field: CronFieldName, value: string): string {
+  if (value === '?') return '*';
+  return value
+    .split(',')
+    .map((token) => {
+      const start = /^(\d+)\/(\d+)$/.exec(token);
+      if (!start) return token;
+      const [min, max] = FIELD_BOUNDS[field];
+      const from = Number(start[1]);
+      return from === min ? `*/${start[2]}` : from > min && from <= max ? `${from}-${max}/${start[2]}` : token;
+    })
+    .join(',');
 }
 
 /** A refusal that names the cron field at fault in `extensions.cronField` (and in the message). */
@@ -143,9 +180,11 @@ function checkYears(value: string): void {
  * Parses the seven-field pattern with croner. When croner refuses it, each of the user's fields is
  * tried alone (every other field `*`) to name the one at fault.
  */
-function parsePattern(pattern: string, fields: CronFieldName[]): Cron {
+function parsePattern(pattern: string, fields: CronFieldName[], written: string[]): Cron {
   const values = pattern.split(' ');
-  if (fields.includes('year')) checkYears(values[6]);
+  // Refusals quote the field as the user wrote it (`5/0`, not the `5-59/0` it stands for).
+  const asWritten = (field: CronFieldName) => written[fields.indexOf(field)];
+  if (fields.includes('year')) checkYears(asWritten('year'));
   try {
     return croner(pattern);
   } catch (error) {
@@ -155,7 +194,7 @@ function parsePattern(pattern: string, fields: CronFieldName[]): Cron {
       try {
         croner(alone);
       } catch (fieldError_) {
-        throw fieldError(field, values[i], cronerReason(fieldError_));
+        throw fieldError(field, asWritten(field), cronerReason(fieldError_));
       }
     }
     throw new BadUserInputError('cron', cronerReason(error));
@@ -189,7 +228,7 @@ export function compileCron(cron: string, timezone: string | null = DEFAULT_TIME
   if (hit) return hit;
   const zone = normalizeTimezone(timezone);
   const { expression, pattern, fields } = normalizeCron(cron, sixFields);
-  const naive = parsePattern(pattern, fields);
+  const naive = parsePattern(pattern, fields, expression.startsWith('@') ? pattern.split(' ') : expression.split(' '));
   const result: CompiledCron = { expression, pattern, timezone: zone, naive };
   if (compiled.size >= 10_000) compiled.delete(compiled.keys().next().value!);
   compiled.set(key, result);
