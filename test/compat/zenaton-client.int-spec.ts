@@ -107,6 +107,73 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect((await engine.workflow(id)).state).toBe('TERMINATED');
   });
 
+  it('one tag on many workflows: a name-and-tag selection reaches each of them, through pause, events while paused and resume; one that matches none resolves NO_MATCH', async () => {
+    const tag = unique('account:42');
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await client.run.withTag(tag).workflow('Listener'))!.id);
+    const stranger = (await client.run.withTag(`${tag}-other`).workflow('Listener'))!.id;
+    // A numeric tag is sent as its string, as the client documents.
+    const numbered = (await client.run.withTag(4242).workflow('Listener'))!.id;
+    expect((await engine.workflow(numbered)).tag).toBe('4242');
+    for (const id of ids) await engine.waitForEventType(id, 'DecisionCompleted');
+
+    const byTag = () => client.select.workflow('Listener').withTag(tag);
+    expect(await byTag().pause()).toEqual({ status: 'OK' });
+    for (const id of ids) expect((await engine.workflow(id)).state).toBe('PAUSED');
+    expect((await engine.workflow(stranger)).state).toBe('RUNNING');
+    // Events sent while paused are recorded, and acted on after resume, in order.
+    expect(await byTag().send('ping', 'while paused')).toEqual({ status: 'OK' });
+    expect(await byTag().resume()).toEqual({ status: 'OK' });
+    expect(await byTag().send('ping', 'after resume')).toEqual({ status: 'OK' });
+    expect(await byTag().send('stop')).toEqual({ status: 'OK' });
+    for (const id of ids) expect((await engine.waitForState(id)).result).toEqual([['while paused'], ['after resume']]);
+    expect((await engine.workflow(stranger)).state).toBe('RUNNING');
+
+    // Finished: a name-and-tag selection matches none of them any more; by id, the workflow is
+    // matched but nothing is delivered.
+    expect(await byTag().send('ping', 'too late')).toEqual({ status: 'NO_MATCH' });
+    expect(await byTag().pause()).toEqual({ status: 'NO_MATCH' });
+    expect(await client.select.workflow('Listener').withId(ids[0]).send('ping', 'too late')).toEqual({ status: 'OK' });
+    expect(JSON.stringify(await engine.history(ids[0]))).not.toContain('too late');
+    expect(await client.select.workflow('Listener').withTag(unique('nobody')).send('ping')).toEqual({ status: 'NO_MATCH' });
+
+    await client.select.workflow('Listener').withTag(`${tag}-other`).terminate();
+    await client.select.workflow('Listener').withId(numbered).terminate();
+    expect((await engine.workflow(stranger)).state).toBe('TERMINATED');
+  });
+
+  it('surfaces refusals as the ExternalZenatonError its users catch, with "(operation) field: reason"', async () => {
+    const refusal = async (call: () => Promise<unknown>) => {
+      try {
+        await call();
+      } catch (error) {
+        return error as Error;
+      }
+      throw new Error('the call resolved');
+    };
+    const tagAlone = await refusal(() => client.select.workflow(undefined).withTag('email:ada').send('ping'));
+    expect(tagAlone).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+    expect(tagAlone.message).toBe('(sendEventToWorkflows) selector: a tag alone is not a selector; give the workflow name with it');
+
+    const tagAndId = await refusal(() => client.select.workflow('Listener').withTag('email:ada').withId('00000000-0000-7000-8000-000000000000').pause());
+    expect(tagAndId).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+    expect(tagAndId.message).toBe('(pauseWorkflows) selector: an id selector takes no tag');
+
+    const cron = await refusal(() => client.schedule('0 0 31 2 * *').workflow('Noop'));
+    expect(cron).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+    expect(cron.message).toBe('(scheduleWorkflow) cron: "0 0 31 2 * *" never fires (no matching date exists, or its years are past)');
+
+    const stranger = new zenaton.Client(APP, 'not-a-baton-token', ENV, 'stranger');
+    const unauthenticated = await refusal(() => stranger.run.workflow('Listener'));
+    expect(unauthenticated).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+    expect(unauthenticated.message).toBe('unknown or revoked API token');
+
+    const otherApp = new zenaton.Client('another-app', service.token, ENV, 'other-app');
+    const forbidden = await refusal(() => otherApp.run.task('echo', 1));
+    expect(forbidden).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+    expect(forbidden.message).toMatch(/^\(dispatchTask\) .*another-app/);
+  });
+
   it('runs the version a Name_vN name asks for (sent as name and version)', async () => {
     // The worker serves Versioned_v1 and Versioned_v2; without the version, v2 (the highest) would run.
     const { id } = (await client.run.workflow('Versioned_v1'))!;

@@ -14,16 +14,22 @@ declare module 'zenaton' {
     task(name: string, ...input: unknown[]): Promise<{ id: string } | undefined>;
   }
   interface Running {
-    withTag(tag: string): Running;
+    withTag(tag: string | number): Running;
     workflow(name: string, ...input: unknown[]): Promise<{ id: string } | null>;
     task(name: string, ...input: unknown[]): Promise<{ id: string } | null>;
   }
   export class Client {
-    constructor(appId: string, apiToken: string, appEnv: string);
+    /** `name` tells several clients of one process apart (the client refuses a second unnamed one). */
+    constructor(appId: string, apiToken: string, appEnv: string, name?: string);
     readonly run: Running;
-    readonly select: { workflow(name?: string): Selection };
+    readonly select: { workflow(name?: string): Selection; withTag(tag: string): Selection; withId(id: string): Selection };
     readonly schedule: (cron: string) => Scheduling;
   }
-  const zenaton: { Client: typeof Client; infos: { appVersion: string; codePath: string } };
+  /** The client's error classes: ExternalZenatonError for what the service refused (GraphQL errors). */
+  const zenaton: {
+    Client: typeof Client;
+    infos: { appVersion: string; codePath: string };
+    Errors: { ZenatonError: new (message: string) => Error; ExternalZenatonError: new (message: string) => Error; InternalZenatonError: new (message: string) => Error };
+  };
   export default zenaton;
 }
