@@ -187,6 +187,17 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect(history).not.toContain('v2 step');
   });
 
+  it('dispatches and schedules a name with two version suffixes, which the client splits at the last one', async () => {
+    // `Order_v2_v3` is sent as name `Order_v2`, version `v3`; it used to be refused as two versions.
+    const name = `${unique('Order').replace(/-/g, '')}_v2_v3`;
+    const { id } = (await client.run.workflow(name))!;
+    expect((await engine.workflow(id)).name).toBe(name);
+    const scheduled = await client.schedule('0 2 * * * *').workflow(name);
+    expect((await schedule(scheduled!.id)).name).toBe(name);
+    await client.select.workflow(name).withId(id).terminate();
+    expect((await engine.workflow(id)).state).toBe('TERMINATED');
+  });
+
   it('dispatches a task', async () => {
     const { id } = (await client.run.task('echo', 'hello from zenaton'))!;
     const done = await waitFor(async () => {

@@ -54,15 +54,16 @@ export function VersionField(): PropertyDecorator {
   };
 }
 
-/** The workflow name a `name` and optional `version` stand for: `Signup` + `v2` → `Signup_v2`. */
+/**
+ * The workflow name a `name` and optional `version` stand for: `Signup` + `v2` → `Signup_v2`. The
+ * original client splits a name at its last `_vN`, so `Order_v2_v3` (version 3 of `Order_v2`)
+ * arrives as `Order_v2` + `v3` and is put back together the same way. A name that already ends in
+ * the very version given (`Signup_v2` + `v2`) is taken as that version, not as `Signup_v2_v2`.
+ */
 export function versionedName(name: string, version: string | null | undefined): string {
   if (version == null) return name;
   if (!/^v\d{1,9}$/.test(version)) throw new BadUserInputError('version', 'must be "v" and a number, e.g. "v2"');
-  const pinned = /_(v\d+)$/.exec(name)?.[1];
-  if (pinned !== undefined) {
-    if (pinned === version) return name;
-    throw new BadUserInputError('version', `the name ${JSON.stringify(name)} already pins ${pinned}; give one version`);
-  }
+  if (/_(v\d+)$/.exec(name)?.[1] === version) return name;
   return `${name}_${version}`;
 }
 

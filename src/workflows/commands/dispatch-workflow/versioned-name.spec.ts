@@ -10,10 +10,16 @@ describe('versionedName (the original client sends Signup_v2 as name Signup, ver
     expect(versionedName('Signup', undefined)).toBe('Signup');
   });
 
-  it('accepts a name that already pins the same version, and refuses another', () => {
+  it('accepts a name that already pins the same version, and refuses a version that is not vN', () => {
     expect(versionedName('Signup_v2', 'v2')).toBe('Signup_v2');
-    expect(() => versionedName('Signup_v2', 'v3')).toThrow(BadUserInputError);
-    expect(() => versionedName('Signup', '2')).toThrow(/version/);
+    expect(() => versionedName('Signup', '2')).toThrow(BadUserInputError);
+    expect(() => versionedName('Signup', 'v2.1')).toThrow(/version/);
+  });
+
+  it('puts back together what the client split at the last _vN: Order_v2_v3 arrives as Order_v2 + v3', () => {
+    // It used to be refused ("the name Order_v2 already pins v2"), so the client could not dispatch it.
+    expect(versionedName('Order_v2', 'v3')).toBe('Order_v2_v3');
+    expect(versionedName('Import_v1_v10', 'v2')).toBe('Import_v1_v10_v2');
   });
 });
 
