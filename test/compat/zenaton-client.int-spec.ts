@@ -198,6 +198,25 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect((await engine.workflow(id)).state).toBe('TERMINATED');
   });
 
+  it('what does not carry over, as the migration guide says: a pinned-version selection, a gateway URL with a trailing slash', async () => {
+    // Dispatched as `Versioned`, it runs Versioned_v2; `Versioned_v2` (sent as it is) does not pick it.
+    const tag = unique('pinned');
+    const { id } = (await client.run.withTag(tag).workflow('Versioned'))!;
+    await engine.waitForEventType(id, 'TaskCompleted');
+    expect(await engine.workflow(id)).toMatchObject({ name: 'Versioned', version: 'Versioned_v2' });
+    expect(await client.select.workflow('Versioned_v2').withTag(tag).send('go')).toEqual({ status: 'NO_MATCH' });
+    expect(await client.select.workflow('Versioned_v2').withId(id).send('go')).toBeNull();
+    expect(await client.select.workflow('Versioned').withTag(tag).send('go')).toEqual({ status: 'OK' });
+    expect((await engine.waitForState(id)).result).toEqual({ version: 'v2' });
+
+    process.env.ZENATON_GATEWAY_URL = `${service.url}/`;
+    try {
+      await expect(client.run.workflow('Noop')).rejects.toThrow('Cannot POST //graphql');
+    } finally {
+      process.env.ZENATON_GATEWAY_URL = service.url;
+    }
+  });
+
   it('dispatches a task', async () => {
     const { id } = (await client.run.task('echo', 'hello from zenaton'))!;
     const done = await waitFor(async () => {
