@@ -26,6 +26,9 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
     genReqId: requestIdFor,
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
+    // `//graphql` is `/graphql`: the original client appends `/graphql` to a gateway URL that may end in `/`.
+    // Authentication keys on the route matched (auth.hook.ts), so the doubled form is checked alike.
+    routerOptions: { ignoreDuplicateSlashes: true },
   });
   const fastify = adapter.getInstance();
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.with(config), adapter, { bufferLogs: true });
