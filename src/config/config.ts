@@ -50,6 +50,8 @@ export interface BatonConfig {
   idempotencyWindowMs: number;
   /** A worker not seen (poll, report, heartbeat) for this long is listed as disconnected. */
   workerGoneMs: number;
+  /** Most workers (worker ids) one token's polls are remembered for on an instance (the `workers` query). */
+  maxWorkersPerToken: number;
   /** Create a token for app `demo` on a store that has none. */
   bootstrapToken: boolean;
   /** Most streams whose folded state an instance keeps (LRU) for the write path. */
@@ -156,6 +158,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     idempotencyWindowMs: int('IDEMPOTENCY_WINDOW_MS', 24 * 3_600_000, 1000, 30 * 24 * 3_600_000),
     workerGoneMs: int('WORKER_GONE_MS', 30_000, 100, 3_600_000),
+    maxWorkersPerToken: int('MAX_WORKERS_PER_TOKEN', 1_000, 1, 1_000_000),
     bootstrapToken: bool('BATON_BOOTSTRAP_TOKEN', true),
     streamCacheSize: int('STREAM_CACHE_SIZE', 10_000, 1, 10_000_000),
     readModelPath: readModelPath(eventStoreUrl, env),

@@ -51,7 +51,7 @@ export class WorkerProtocolResolver {
     const onClose = () => gone.abort();
     socket?.once('close', onClose);
     this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
-    const ended = this.registry.polling(input);
+    const ended = this.registry.polling(input, principal.tokenId);
     try {
       return await this.engine.poll(input, gone.signal);
     } finally {

@@ -14,7 +14,7 @@ import { HEARTBEAT, POLL_WORK, REPORT_WORK, poll, rawRequest } from './security-
 
 const services = startServices({
   main: {},
-  tight: { env: { MAX_POLLS_PER_TOKEN: '2', MAX_RESPONSE_BYTES: '4096', MAX_REPORT_ITEMS: '3' } },
+  tight: { env: { MAX_POLLS_PER_TOKEN: '2', MAX_RESPONSE_BYTES: '4096', MAX_REPORT_ITEMS: '3', MAX_WORKERS_PER_TOKEN: '5' } },
   limited: { env: { RATE_LIMIT_PER_MINUTE: '4' } },
 });
 afterAll(() => services.stopAll());
@@ -299,6 +299,44 @@ describe('long polls per token (MAX_POLLS_PER_TOKEN=2)', () => {
       intervalMs: 25,
       description: 'the slots of the aborted polls to be released',
     });
+  });
+});
+
+describe('the workers an instance remembers, per token (MAX_WORKERS_PER_TOKEN)', () => {
+  const WORKERS = `query($appId: String!, $environment: String!) { workers(appId: $appId, environment: $environment) { workers { workerId } } }`;
+  const pollAs = (service: Service, token: string, scope: { appId: string; environment: string }, workerId: string, workflows: string[] = ['Sighted']) =>
+    gql(service, POLL_WORK, { input: { ...scope, workerId, workflows, tasks: [], waitMs: 0 } }, token).then(expectData);
+  const listed = async (service: Service, scope: { appId: string; environment: string }): Promise<string[]> =>
+    expectData(await gql(service, WORKERS, scope)).workers.workers.map((w: { workerId: string }) => w.workerId);
+
+  it('a token polling under ever new worker ids is remembered for its 5 most recent; another token\'s worker stays listed', async () => {
+    const tight = await services.get('tight');
+    const [steady] = await issueTokens(tight, [{ apps: ['demo'] }]);
+    const scope = { appId: 'demo', environment: unique('sightings') };
+    await pollAs(tight, steady, scope, 'steady-worker');
+    for (let i = 0; i < 8; i++) await pollAs(tight, tight.token, scope, `flood-${i}`);
+    const workers = await listed(tight, scope);
+    expect(workers.filter((id) => id.startsWith('flood-')).sort()).toEqual(['flood-3', 'flood-4', 'flood-5', 'flood-6', 'flood-7']);
+    expect(workers).toContain('steady-worker');
+    // A forgotten worker comes back at its next poll.
+    await pollAs(tight, tight.token, scope, 'flood-0');
+    expect(await listed(tight, scope)).toContain('flood-0');
+  });
+
+  it('the names a token\'s workers serve are bounded too: 20 workers naming 2,000 names of 256 characters each are not all kept', async () => {
+    const main = await services.get('main');
+    const scope = { appId: 'demo', environment: unique('sightings') };
+    const names = (i: number) => Array.from({ length: 1000 }, (_, n) => `W${i}-${n}-`.padEnd(256, 'x'));
+    for (let i = 0; i < 20; i++) {
+      const response = await gql(main, POLL_WORK, { input: { ...scope, workerId: `big-${i}`, workflows: names(i), tasks: names(i).map((name) => ({ name })), waitMs: 0 } });
+      expectData(response);
+    }
+    const workers = await listed(main, scope);
+    // 8 MiB of names per token: about 16 of these workers, the most recent ones.
+    expect(workers.length).toBeGreaterThan(10);
+    expect(workers.length).toBeLessThan(20);
+    expect(workers).toContain('big-19');
+    expect(workers).not.toContain('big-0');
   });
 });
 
