@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import * as examples from '../examples/index.js';
 import { type EventStore } from './event-store/event-store.port.js';
@@ -28,6 +28,8 @@ export async function startExamplesWorker(opts: {
     token = (await createToken(opts.store, { apps: ['demo'], label: 'example worker', role: 'worker' })).token;
     mkdirSync(dirname(opts.tokenFile), { recursive: true });
     writeFileSync(opts.tokenFile, `${token}\n`, { mode: 0o600 });
+    // `mode` applies only to a file this call creates: one already there (an earlier token) keeps its own.
+    chmodSync(opts.tokenFile, 0o600);
     if (kept) await revokeToken(opts.store, kept.tokenId);
   }
   const definitions = Object.values(examples);

@@ -1,7 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { openWalDatabase, openingStatements } from './sqlite/better-sqlite3.js';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { createOwnerOnly, openWalDatabase, openingStatements, restrictToOwner } from './sqlite/better-sqlite3.js';
 
 /**
  * The SQLite database the durable read models and the effects reactor's checkpoint live in.
@@ -17,10 +15,12 @@ export class ReadModelDb {
   private readonly putCheckpoint: BetterSqlite3.Statement<[string, number]>;
 
   constructor(readonly file: string) {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    // It holds what the store does (every app's inputs and outputs, the tokens' hashes): owner-only too.
+    createOwnerOnly(file);
     // The log is the source of truth: a read model lost in a power cut is rebuilt from its
     // checkpoint, so its commits need not wait for the disk.
     this.db = openWalDatabase(file, 'NORMAL');
+    restrictToOwner(file);
     openingStatements(() => this.db.exec(`CREATE TABLE IF NOT EXISTS rm_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)`));
     this.getCheckpoint = this.db.prepare('SELECT position FROM rm_checkpoints WHERE name = ?');
     this.putCheckpoint = this.db.prepare(

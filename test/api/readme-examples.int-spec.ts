@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ROOT, Service, freshStoreUrl, startService } from '../support/service.js';
@@ -160,11 +160,14 @@ describe('README example workflows (the quick start, with the built-in example w
     const old = first.token;
     expect((await first.gql('{ viewer { role apps } }', undefined, old)).body.data?.viewer).toEqual({ role: 'admin', apps: ['demo'] });
     await first.stop();
-    writeFileSync(file, `${old}\n`, { mode: 0o600 });
+    // Written readable by others (as an operator's copy could be): the new token must not inherit that.
+    writeFileSync(file, `${old}\n`, { mode: 0o644 });
+    chmodSync(file, 0o644);
     const withWorker = await startService({ storeUrl, env: { BATON_EXAMPLE_WORKER: 'true' } });
     try {
       const replaced = readFileSync(file, 'utf8').trim();
       expect(replaced).not.toBe(old);
+      expect((statSync(file).mode & 0o777).toString(8)).toBe('600');
       expect((await withWorker.gql('{ viewer { role } }', undefined, replaced)).body.data?.viewer).toEqual({ role: 'worker' });
       expect((await withWorker.gql('{ viewer { role } }', undefined, old)).body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     } finally {

@@ -6,7 +6,9 @@
  * bounded; the store file is owner-only; the bootstrap token is never re-created.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { Client, expectData, expectError, expectNoStackTrace, gql, issueTokens, post, revokeTokenViaCli, startServices, tokenIdOf, unique } from './api-helpers.js';
@@ -381,6 +383,28 @@ describe('the store and the bootstrap token', () => {
     const file = service.storeUrl.slice('sqlite:'.length);
     for (const path of [file, `${file}-wal`, `${file}-shm`]) {
       expect({ path, mode: (statSync(path).mode & 0o777).toString(8) }).toEqual({ path, mode: '600' });
+    }
+  });
+
+  it('a read-model file of its own (READ_MODEL_PATH) is owner-only too, its directory 0700; one left 0644 is tightened at start', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'baton-rm-')), 'read-models');
+    const file = join(dir, 'read-models.db');
+    const modes = () => [dir, file, `${file}-wal`, `${file}-shm`].map((path) => ({ path, mode: (statSync(path).mode & 0o777).toString(8) }));
+    const owner = (dirMode: string) => [dir, file, `${file}-wal`, `${file}-shm`].map((path) => ({ path, mode: path === dir ? dirMode : '600' }));
+    const first = await startService({ env: { READ_MODEL_PATH: file } });
+    try {
+      // Something in it: a dispatched workflow's input is what a local reader must not see.
+      expectData(await gql(first, `mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }`, { input: { appId: 'demo', environment: 'dev', name: 'Payroll', input: '["secret"]' } }));
+      expect(modes()).toEqual(owner('700'));
+    } finally {
+      await first.stop();
+    }
+    for (const path of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(path)) chmodSync(path, 0o644);
+    const second = await startService({ storeUrl: first.storeUrl, env: { READ_MODEL_PATH: file } });
+    try {
+      expect(modes()).toEqual(owner('700'));
+    } finally {
+      await second.stop();
     }
   });
 

@@ -1,5 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const major = Number(process.versions.node.split('.')[0]);
@@ -16,6 +18,29 @@ export default Database;
 export type SqliteDatabase = BetterSqlite3.Database;
 
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Makes a database file owner-only before SQLite opens it: its directory is created `0700`, the
+ * file `0600` from its first byte (SQLite gives the -wal and -shm files the mode of the database
+ * file). Call `restrictToOwner` after opening, to tighten a file an older version left `0644`.
+ */
+export function createOwnerOnly(file: string): void {
+  if (file === ':memory:') return;
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+}
+
+/** Tightens a database made by an older version (0644) to owner-only, with its -wal and -shm files. */
+export function restrictToOwner(file: string): void {
+  if (file === ':memory:') return;
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(path, 0o600);
+    } catch {
+      // absent (no WAL yet) or not ours to change (a read-only mount): nothing to tighten
+    }
+  }
+}
 
 /**
  * Opens a database file in WAL mode with a 10 s busy timeout, the way the store and the

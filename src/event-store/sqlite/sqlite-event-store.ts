@@ -1,6 +1,5 @@
-import { type SqliteDatabase, openWalDatabase, openingStatements } from './better-sqlite3.js';
-import { type FSWatcher, chmodSync, closeSync, existsSync, mkdirSync, openSync, watch } from 'node:fs';
-import { dirname } from 'node:path';
+import { type SqliteDatabase, createOwnerOnly, openWalDatabase, openingStatements, restrictToOwner } from './better-sqlite3.js';
+import { type FSWatcher, watch } from 'node:fs';
 import {
   AppendResult,
   CatchUpFilter,
@@ -251,13 +250,9 @@ export class SqliteEventStore implements EventStore {
   private wokenHead = 0;
 
   constructor(readonly file: string, options: SqliteEventStoreOptions = {}) {
-    if (file !== ':memory:') {
-      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-      // Owner-only from the first byte: SQLite gives the -wal and -shm files the mode of the database file.
-      if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
-    }
+    createOwnerOnly(file);
     this.db = openWalDatabase(file, 'FULL');
-    if (file !== ':memory:') restrictToOwner(file);
+    restrictToOwner(file);
     openingStatements(() => this.db.exec(`
       CREATE TABLE IF NOT EXISTS events (
         position    INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -825,13 +820,3 @@ class Recheck extends Error {
   }
 }
 
-/** Tightens a store made by an older version (0644) to owner-only, with its -wal and -shm files. */
-function restrictToOwner(file: string): void {
-  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
-    try {
-      chmodSync(path, 0o600);
-    } catch {
-      // absent (no WAL yet) or not ours to change (a read-only mount): nothing to tighten
-    }
-  }
-}
