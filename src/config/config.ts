@@ -42,6 +42,8 @@ export interface BatonConfig {
   maxResponseBytes: number;
   /** Most pollWork requests one token may have waiting at once. */
   maxPollsPerToken: number;
+  /** Most awaitWorkflow fields one token may have waiting at once (every alias counts). */
+  maxAwaitsPerToken: number;
   /** How long a claimed decision or task attempt may go without a heartbeat. */
   leaseMs: number;
   /** Most missed schedule time that is still fired on start. */
@@ -154,6 +156,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxQueryComplexity: int('MAX_QUERY_COMPLEXITY', 100_000, 10, 100_000_000),
     maxResponseBytes: int('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 64, 1, 100_000),
+    maxAwaitsPerToken: int('MAX_AWAITS_PER_TOKEN', 10_000, 1, 10_000_000),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     idempotencyWindowMs: int('IDEMPOTENCY_WINDOW_MS', 24 * 3_600_000, 1000, 30 * 24 * 3_600_000),

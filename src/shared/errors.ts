@@ -70,6 +70,16 @@ export class TooManyPollsError extends BatonError {
   }
 }
 
+/** A token already has as many awaitWorkflow long polls waiting as it may (MAX_AWAITS_PER_TOKEN). */
+export class TooManyAwaitsError extends BatonError {
+  readonly code = 'RATE_LIMITED';
+  readonly httpStatus = 429;
+  readonly details = { limit: 'MAX_AWAITS_PER_TOKEN' };
+  constructor(limit: number) {
+    super(`this token already has ${limit} awaitWorkflow polls waiting (MAX_AWAITS_PER_TOKEN, every alias counts); wait for one to answer`);
+  }
+}
+
 export class StoreUnavailable extends BatonError {
   readonly code = 'STORE_UNAVAILABLE';
   readonly httpStatus = 503;

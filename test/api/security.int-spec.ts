@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { chmodSync, existsSync, mkdtempSync, statSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Service, startService } from '../support/service.js';
@@ -16,7 +17,7 @@ import { HEARTBEAT, POLL_WORK, REPORT_WORK, poll, rawRequest } from './security-
 
 const services = startServices({
   main: {},
-  tight: { env: { MAX_POLLS_PER_TOKEN: '2', MAX_RESPONSE_BYTES: '4096', MAX_REPORT_ITEMS: '3', MAX_WORKERS_PER_TOKEN: '5' } },
+  tight: { env: { MAX_POLLS_PER_TOKEN: '2', MAX_RESPONSE_BYTES: '4096', MAX_REPORT_ITEMS: '3', MAX_WORKERS_PER_TOKEN: '5', MAX_AWAITS_PER_TOKEN: '3' } },
   limited: { env: { RATE_LIMIT_PER_MINUTE: '4' } },
 });
 afterAll(() => services.stopAll());
@@ -301,6 +302,37 @@ describe('long polls per token (MAX_POLLS_PER_TOKEN=2)', () => {
       intervalMs: 25,
       description: 'the slots of the aborted polls to be released',
     });
+  });
+});
+
+describe('awaitWorkflow polls per token (MAX_AWAITS_PER_TOKEN=3, every alias counts)', () => {
+  it('a fourth waiting awaitWorkflow of one token is RATE_LIMITED; another token still waits; ended or unknown workflows need no slot; the slots free up', async () => {
+    const tight = await services.get('tight');
+    const [reader] = await issueTokens(tight, [{ apps: ['demo'] }]);
+    const scope = { appId: 'demo', environment: unique('awaits') };
+    const dispatch = async () =>
+      expectData(await gql(tight, `mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }`, { input: { ...scope, name: 'NobodyRunsThis', input: '[]' } })).dispatchWorkflow.id as string;
+    const running = await dispatch();
+    const awaits = (id: string, count: number, waitMs: number) =>
+      `{ ${Array.from({ length: count }, (_, i) => `a${i}: awaitWorkflow(appId: "demo", environment: "${scope.environment}", id: "${id}", waitMs: ${waitMs}) { state }`).join(' ')} }`;
+    const held = gql(tight, awaits(running, 3, 30_000));
+    const refused = await waitFor(
+      async () => {
+        const response = await gql(tight, awaits(running, 1, 100));
+        return response.body.errors?.[0]?.extensions?.code === 'RATE_LIMITED' ? response : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 25, description: 'the fourth waiting awaitWorkflow of the token to be refused' },
+    );
+    expect(refused.body.errors![0].message).toMatch(/MAX_AWAITS_PER_TOKEN/);
+    // Another token is not affected: it waits, and answers the workflow as it is when its wait ends.
+    expect(expectData(await gql(tight, awaits(running, 1, 200), undefined, reader))).toEqual({ a0: { state: 'RUNNING' } });
+    // No wait, no slot: an unknown workflow, or waitMs 0, is answered at once even now.
+    expect(expectData(await gql(tight, awaits(randomUUID(), 1, 5_000)))).toEqual({ a0: null });
+    expect(expectData(await gql(tight, awaits(running, 1, 0)))).toEqual({ a0: { state: 'RUNNING' } });
+    // Its end answers the three that waited, and frees their slots.
+    expectData(await gql(tight, `mutation($input: TerminateWorkflowsInput!) { terminateWorkflows(input: $input) { status } }`, { input: { ...scope, selector: { id: running } } }));
+    expect(expectData(await held)).toEqual({ a0: { state: 'TERMINATED' }, a1: { state: 'TERMINATED' }, a2: { state: 'TERMINATED' } });
+    expect(expectData(await gql(tight, awaits(await dispatch(), 3, 100)))).toEqual({ a0: { state: 'RUNNING' }, a1: { state: 'RUNNING' }, a2: { state: 'RUNNING' } });
   });
 });
 

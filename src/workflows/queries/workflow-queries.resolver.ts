@@ -8,7 +8,8 @@ import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
 import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
-import { NotFoundError } from '../../shared/errors.js';
+import { NotFoundError, TooManyAwaitsError } from '../../shared/errors.js';
+import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from '../workflow.types.js';
@@ -126,11 +127,15 @@ class AwaitWorkflowArgs extends AppScopedIdArgs {
 
 @Resolver(() => WorkflowType)
 export class WorkflowQueriesResolver {
+  /** awaitWorkflow polls waiting right now, per token (MAX_AWAITS_PER_TOKEN), each alias one. */
+  private readonly awaiting = new Map<string, number>();
+
   constructor(
     private readonly readModel: WorkflowsReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly fence: ReadFence,
     private readonly endings: WorkflowEndings,
+    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
   ) {}
 
   @Requires('read')
@@ -151,26 +156,52 @@ export class WorkflowQueriesResolver {
   async awaitWorkflow(@CurrentPrincipal() principal: Principal, @Args() args: AwaitWorkflowArgs): Promise<WorkflowType | null> {
     assertScope(principal, args.appId, args.environment);
     const deadline = Date.now() + (args.waitMs ?? 20_000);
-    for (;;) {
-      const watch = this.endings.watch(args.id);
-      try {
-        await this.fence.upToHead();
-        const view = this.readModel.get(args.appId, args.environment, args.id);
-        const remaining = deadline - Date.now();
-        if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) return view ? toWorkflowType(view) : null;
-        // Woken when this workflow ends (whichever instance recorded it), and looked at again every
-        // AWAIT_RECHECK_MS all the same, at the latest when the wait ends.
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(remaining, AWAIT_RECHECK_MS));
-          void watch.ended.then(() => {
-            clearTimeout(timer);
-            resolve();
+    // A slot is taken only by a poll that waits: one answered at once (ended, unknown, waitMs 0) needs none.
+    let holding = false;
+    try {
+      for (;;) {
+        const watch = this.endings.watch(args.id);
+        try {
+          await this.fence.upToHead();
+          const view = this.readModel.get(args.appId, args.environment, args.id);
+          const remaining = deadline - Date.now();
+          if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) return view ? toWorkflowType(view) : null;
+          if (!holding) holding = this.takeAwaitSlot(principal.tokenId);
+          // Woken when this workflow ends (whichever instance recorded it), and looked at again every
+          // AWAIT_RECHECK_MS all the same, at the latest when the wait ends.
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.min(remaining, AWAIT_RECHECK_MS));
+            void watch.ended.then(() => {
+              clearTimeout(timer);
+              resolve();
+            });
           });
-        });
-      } finally {
-        watch.cancel();
+        } finally {
+          watch.cancel();
+        }
       }
+    } finally {
+      if (holding) this.releaseAwaitSlot(principal.tokenId);
     }
+  }
+
+  /**
+   * One token's waiting awaitWorkflow polls are bounded, as its pollWork polls are: each holds a
+   * watch, a timer and its request's socket until its workflow ends or its wait runs out, and a
+   * read-only token could otherwise keep any number of them (200 requests of 249 aliases held
+   * 49,800 on one instance).
+   */
+  private takeAwaitSlot(tokenId: string): true {
+    const waiting = this.awaiting.get(tokenId) ?? 0;
+    if (waiting >= this.config.maxAwaitsPerToken) throw new TooManyAwaitsError(this.config.maxAwaitsPerToken);
+    this.awaiting.set(tokenId, waiting + 1);
+    return true;
+  }
+
+  private releaseAwaitSlot(tokenId: string): void {
+    const left = (this.awaiting.get(tokenId) ?? 1) - 1;
+    if (left > 0) this.awaiting.set(tokenId, left);
+    else this.awaiting.delete(tokenId);
   }
 
   @Requires('read')
