@@ -66,7 +66,12 @@ export function installAuth(
   });
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.routeOptions.url !== graphqlPath) return;
-    if (isLandingPageRequest(request)) return;
+    if (isLandingPageRequest(request)) {
+      // The page's own policy is a <meta> tag, where browsers ignore frame-ancestors: without
+      // these headers any site could frame the page that takes the token and runs operations.
+      reply.header('Content-Security-Policy', "frame-ancestors 'none'").header('X-Frame-Options', 'DENY').header('X-Content-Type-Options', 'nosniff');
+      return;
+    }
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) {

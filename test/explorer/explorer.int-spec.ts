@@ -242,6 +242,9 @@ describe('explorers', () => {
     const response = await fetch(`${service.url}/graphql`, { headers: { accept: 'text/html' } });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    // No other site may frame the page that takes the token (a <meta> policy cannot say so).
+    expect(response.headers.get('content-security-policy')).toBe("frame-ancestors 'none'");
+    expect(response.headers.get('x-frame-options')).toBe('DENY');
     const html = await response.text();
     expect(html).toContain('id="token-form"');
     expect(html).toContain('id="token-input"');
