@@ -2,8 +2,9 @@
  * Hostile requests, as an attacker would send them: every shape of request that reaches the
  * GraphQL route is authenticated and rate limited; amplification is bounded (query complexity,
  * response budget); every JSON input, public or worker, is bounded (bytes, depth, arrays, report
- * items, event data shape); the HTTP layer's own refusals carry a code; long polls per token are
- * bounded; the store file is owner-only; the bootstrap token is never re-created.
+ * items, event data shape); the HTTP layer's own refusals carry a code; long polls (pollWork and
+ * awaitWorkflow) and the workers remembered per token are bounded; the store file and a read-model
+ * file of its own are owner-only; the bootstrap token is never re-created.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { chmodSync, existsSync, mkdtempSync, statSync } from 'node:fs';
