@@ -25,7 +25,17 @@ export class ReadFence {
     return this.atLeast(min !== undefined && min > head ? min : head);
   }
 
-  /** Waits until the read models include `position` (a client's `x-baton-min-position`). */
+  /**
+   * A client's `x-baton-min-position`: waits as `atLeast` does, but answers null at once, without
+   * waiting, when the store has no such position yet (no write ever answered it, so no read can
+   * be owed it). The head is read only when the read models are behind the position.
+   */
+  async clientPosition(position: bigint): Promise<bigint | null> {
+    if (position > this.projections.checkpoint && position > ((await this.store.headPosition()) ?? -1n)) return null;
+    return this.atLeast(position);
+  }
+
+  /** Waits until the read models include `position`. */
   async atLeast(position: bigint): Promise<bigint> {
     if (position > this.projections.checkpoint) {
       let timer: NodeJS.Timeout | undefined;

@@ -105,7 +105,11 @@ export function installAuth(
         return graphqlError(reply, 400, 'BAD_USER_INPUT', `${MIN_POSITION_HEADER}: expected a log position (a whole number)`, { field: MIN_POSITION_HEADER });
       }
       try {
-        await fence().atLeast(BigInt(min));
+        // A position beyond the log's head used to hold the request 10 s before its 503, for any
+        // token and any number of requests: no write ever answered it, so it is refused at once.
+        if ((await fence().clientPosition(BigInt(min))) === null) {
+          return graphqlError(reply, 400, 'BAD_USER_INPUT', `${MIN_POSITION_HEADER}: ${min} is beyond the store's last position; send back an x-baton-position Baton answered`, { field: MIN_POSITION_HEADER });
+        }
       } catch (error) {
         if (error instanceof StoreUnavailable) return graphqlError(reply, 503, 'STORE_UNAVAILABLE', error.message);
         throw error;

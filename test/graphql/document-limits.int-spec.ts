@@ -192,4 +192,18 @@ describe('a malformed x-baton-min-position header (audit item 11)', () => {
   it('a valid position is still read', async () => {
     expectData(await post(service, JSON.stringify({ query: '{ viewer { role } }' }), service.token, { 'x-baton-min-position': '0' }));
   });
+
+  it('a position beyond the store\'s head is refused at once (it held the request 10 s, then 503), and one Baton answered is read', async () => {
+    const started = Date.now();
+    const response = await post(service, JSON.stringify({ query: '{ viewer { role } }' }), service.token, { 'x-baton-min-position': '9000000000000000000' });
+    expect({ status: response.status, fast: Date.now() - started < 5_000 }).toEqual({ status: 400, fast: true });
+    expect(expectError(response, 'BAD_USER_INPUT', 'x-baton-min-position').message).toMatch(/beyond/);
+    const written = await post(
+      service,
+      JSON.stringify({ query: 'mutation { dispatchWorkflow(input: { appId: "demo", environment: "dev", name: "Positioned", input: "[]" }) { id } }' }),
+    );
+    const position = written.headers.get('x-baton-position');
+    expect(position).toMatch(/^\d+$/);
+    expectData(await post(service, JSON.stringify({ query: '{ viewer { role } }' }), service.token, { 'x-baton-min-position': position! }));
+  });
 });
