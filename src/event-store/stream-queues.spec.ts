@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scheduleDecider } from '../schedules/domain/schedule.decider.js';
+import { SchedulesReadModel } from '../schedules/schedules.read-model.js';
 import { ConflictError } from '../shared/errors.js';
 import { workflowDecider } from '../workflows/domain/workflow.decider.js';
 import type { EventStore, ReadStreamOptions, RecordedEvent } from './event-store.port.js';
@@ -124,6 +125,77 @@ describe('StreamQueues', () => {
     expect(firstDay.every((c) => c.read === 0 && c.appended === 1)).toBe(true);
     expect(lastDay.every((c) => c.read === 0 && c.appended === 1)).toBe(true);
     expect(queues.statistics.loads).toBe(1);
+  }, 120_000);
+
+  it('loads a schedule that fired thousands of times from its read-model snapshot: only the events after it are read', async () => {
+    const counting = countingStore();
+    close = counting.close;
+    const writer = new StreamQueues(counting.store);
+    const start = Date.parse('2026-01-05T00:00:00Z');
+    const create = {
+      type: 'CreateSchedule',
+      scheduleId: 's',
+      appId: 'demo',
+      environment: 'test',
+      kind: 'task',
+      name: 'T',
+      input: [],
+      tag: null,
+      cron: '* * * * *',
+      timezone: null,
+      overlapPolicy: 'allow',
+      catchUpWindowMs: 60_000,
+      now: start,
+    };
+    await writer.run('schedule-s', scheduleDecider, create as never, context);
+    const firings = 3_000;
+    for (let m = 1; m <= firings; m++) await writer.run('schedule-s', scheduleDecider, { type: 'FireDue', now: start + m * 60_000, previousRunning: false }, context);
+    const history = await counting.store.readStream('schedule-s');
+    expect(history).toHaveLength(firings + 1);
+    // The read model as the service keeps it, folded up to `upTo` events of the stream.
+    const modelUpTo = (upTo: number) => {
+      const model = new SchedulesReadModel();
+      for (const event of history.slice(0, upTo)) model.apply(event);
+      return model;
+    };
+    const pause = { type: 'PauseSchedule' as const, scheduleId: 's', appId: 'demo', environment: 'test', now: start + (firings + 1) * 60_000 };
+
+    // Without a snapshot, a cold load reads every firing.
+    const plain = new StreamQueues(counting.store);
+    let read = counting.read();
+    const expected = await plain.run('schedule-s', scheduleDecider, { type: 'FireDue', now: start + firings * 60_000, previousRunning: false }, context);
+    expect(expected.events).toEqual([]);
+    expect(counting.read() - read).toBe(firings + 1);
+
+    // From a snapshot at the head: nothing but the look after it (empty), and the same state.
+    const cold = new StreamQueues(counting.store);
+    const model = modelUpTo(history.length);
+    cold.useSnapshots(scheduleDecider, (streamId) => {
+      const view = model.getById(streamId.slice('schedule-'.length));
+      return view && { state: view.state, revision: view.revision };
+    });
+    read = counting.read();
+    const paused = await cold.run('schedule-s', scheduleDecider, pause, context);
+    expect(paused.events.map((e) => e.type)).toEqual(['SchedulePaused']);
+    expect(counting.read() - read).toBe(0);
+    expect(paused.before).toEqual(expected.state);
+    expect(cold.statistics).toMatchObject({ loads: 1, snapshotLoads: 1, eventsRead: 0 });
+
+    // A snapshot that lags the store (its projection behind): the events after it are read and folded.
+    const lagging = new StreamQueues(counting.store);
+    const behind = modelUpTo(history.length - 10);
+    lagging.useSnapshots(scheduleDecider, (streamId) => {
+      const view = behind.getById(streamId.slice('schedule-'.length));
+      return view && { state: view.state, revision: view.revision };
+    });
+    read = counting.read();
+    const resumed = await lagging.run('schedule-s', scheduleDecider, { ...pause, type: 'ResumeSchedule', now: pause.now + 1 }, context);
+    expect(resumed.events.map((e) => e.type)).toEqual(['ScheduleResumed']);
+    // The ten firings it lacked and the pause, read once, when it loaded.
+    expect(counting.read() - read).toBe(11);
+    expect((resumed.before as { status: string; firedCount: number }).status).toBe('paused');
+    expect((resumed.before as { firedCount: number }).firedCount).toBe(firings);
+    expect((await counting.store.readStream('schedule-s')).map((e) => e.type).slice(-2)).toEqual(['SchedulePaused', 'ScheduleResumed']);
   }, 120_000);
 
   it('a dispatch assumed new reads nothing, and a stream that did exist is read once and decided again', async () => {

@@ -56,6 +56,19 @@ export interface ResettableDecider<C, E extends DomainEvent, S> extends Decider<
   resetTypes?: ReadonlySet<string>;
 }
 
+/**
+ * A stream's state as something else already folded it (a read model), with the revision of the
+ * last event folded in: a cold load starts there and reads only the events after it. It must be
+ * the decider's own fold of the stream up to `revision`; being behind the store is fine (what
+ * follows is read), being ahead of it is not.
+ */
+export interface StreamSnapshot<S> {
+  state: S;
+  revision: bigint;
+}
+
+export type SnapshotSource<S> = (streamId: string) => StreamSnapshot<S> | undefined;
+
 interface Entry {
   decider: Decider<any, any, any>;
   state: unknown;
@@ -76,6 +89,10 @@ export interface StreamQueueStats {
   cached: number;
   hits: number;
   loads: number;
+  /** Cold loads that started from a snapshot (`useSnapshots`) instead of the stream's start. */
+  snapshotLoads: number;
+  /** Events read back from the store to build or refresh cached states (loads, conflicts, looks). */
+  eventsRead: number;
   appends: number;
   commands: number;
   conflicts: number;
@@ -102,7 +119,8 @@ const LOAD_PAGE = 512;
 export class StreamQueues {
   private readonly entries = new Map<string, Entry>();
   private readonly queues = new Map<string, Job[]>();
-  private readonly stats: StreamQueueStats = { cached: 0, hits: 0, loads: 0, appends: 0, commands: 0, conflicts: 0, refreshes: 0 };
+  private readonly stats: StreamQueueStats = { cached: 0, hits: 0, loads: 0, snapshotLoads: 0, eventsRead: 0, appends: 0, commands: 0, conflicts: 0, refreshes: 0 };
+  private readonly snapshots = new Map<Decider<any, any, any>, SnapshotSource<any>>();
 
   constructor(
     private readonly store: EventStore,
@@ -146,6 +164,15 @@ export class StreamQueues {
   async state<S>(streamId: string, decider: Decider<any, any, S>, context: CommandContext): Promise<{ state: S; seenPosition: bigint | undefined }> {
     const result = await this.run(streamId, decider, INSPECT as never, context);
     return { state: result.state, seenPosition: result.seenPosition };
+  }
+
+  /**
+   * Cold loads of this decider's streams start from `source` when it holds the stream (see
+   * `StreamSnapshot`): a stream without reset events (a schedule, one event per firing) then costs
+   * the events after the snapshot, not its whole history.
+   */
+  useSnapshots<S>(decider: Decider<any, any, S>, source: SnapshotSource<S>): void {
+    this.snapshots.set(decider, source);
   }
 
   /** Forgets the cached state of a stream (the next command reads it again). */
@@ -277,8 +304,17 @@ export class StreamQueues {
       return entry;
     }
     this.stats.loads++;
-    const events = await this.readRun(streamId, (decider as ResettableDecider<any, any, any>).resetTypes);
-    this.fold(entry, events);
+    const snapshot = this.snapshots.get(decider)?.(streamId);
+    if (snapshot) {
+      this.stats.snapshotLoads++;
+      entry.state = snapshot.state;
+      entry.revision = snapshot.revision;
+      await this.catchUp(streamId, entry);
+    } else {
+      const events = await this.readRun(streamId, (decider as ResettableDecider<any, any, any>).resetTypes);
+      this.stats.eventsRead += events.length;
+      this.fold(entry, events);
+    }
     this.entries.set(streamId, entry);
     return entry;
   }
@@ -287,6 +323,7 @@ export class StreamQueues {
   private async catchUp(streamId: string, entry: Entry): Promise<boolean> {
     const from = entry.revision === 'no_stream' ? 0n : (entry.revision as bigint) + 1n;
     const events = await this.store.readStream(streamId, { fromRevision: from });
+    this.stats.eventsRead += events.length;
     this.fold(entry, events);
     return events.length > 0;
   }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DeciderRunner } from '../event-store/decider-runner.js';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
@@ -138,6 +139,21 @@ export class MetricsService implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly streamLoads = new Counter({
+    name: 'baton_stream_loads_total',
+    help: "Streams whose state the write path had to build (not in its cache), by where it started: the stream's start (or a workflow's last run) or a read model's snapshot.",
+    labelNames: ['from'] as const,
+    registers: [this.registry],
+  });
+
+  readonly streamEventsRead = new Counter({
+    name: 'baton_stream_events_read_total',
+    help: 'Events the write path read back from the store to build or refresh the state of a stream (cold loads, conflicts, looks before a no-op answer).',
+    registers: [this.registry],
+  });
+
+  private streamStatsSeen = { loads: 0, snapshotLoads: 0, eventsRead: 0 };
+
   readonly ready = new Gauge({
     name: 'baton_ready',
     help: '1 while the read models are live and the instance is not draining, else 0.',
@@ -149,6 +165,7 @@ export class MetricsService implements OnModuleInit {
     private readonly projections: ProjectionRunner,
     private readonly engine: EngineState,
     private readonly lifecycle: LifecycleService,
+    private readonly runner: DeciderRunner,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
   }
@@ -202,6 +219,13 @@ export class MetricsService implements OnModuleInit {
       this.queueOldest.set(labels, Math.max(0, (now - q.oldestSince) / 1000));
     }
     this.parkedPolls.set(parkedPolls);
+
+    const streams = this.runner.queues.statistics;
+    const seen = this.streamStatsSeen;
+    this.streamLoads.inc({ from: 'stream' }, streams.loads - streams.snapshotLoads - (seen.loads - seen.snapshotLoads));
+    this.streamLoads.inc({ from: 'snapshot' }, streams.snapshotLoads - seen.snapshotLoads);
+    this.streamEventsRead.inc(streams.eventsRead - seen.eventsRead);
+    this.streamStatsSeen = { loads: streams.loads, snapshotLoads: streams.snapshotLoads, eventsRead: streams.eventsRead };
 
     this.projectionCheckpoint.set(Number(this.projections.checkpoint));
     this.ready.set(this.projections.isLive && !this.lifecycle.draining ? 1 : 0);

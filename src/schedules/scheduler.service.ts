@@ -5,6 +5,7 @@ import { CLOCK, type Clock } from '../shared/clock.js';
 import { FINAL_STATUSES } from '../workflows/domain/workflow.decider.js';
 import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 import { ScheduleDispatcher } from './schedule-dispatcher.js';
+import { scheduleDecider } from './domain/schedule.decider.js';
 import { Scheduler } from './scheduler.js';
 import { SchedulesReadModel } from './schedules.read-model.js';
 
@@ -27,6 +28,13 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
     private readonly projections: ProjectionRunner,
     @Inject(CLOCK) clock: Clock,
   ) {
+    // A schedule's stream grows by an event per firing and has no reset point: a cold load (after a
+    // restart, or once the stream cache dropped it) starts from the state the schedules read model
+    // holds and reads only what followed, not every firing since the schedule was created.
+    runner.queues.useSnapshots(scheduleDecider, (streamId) => {
+      const view = model.getById(streamId.slice('schedule-'.length));
+      return view && { state: view.state, revision: view.revision };
+    });
     this.scheduler = new Scheduler({
       clock,
       // Through the per-stream queues: a firing costs the same after a week of them as after one.
