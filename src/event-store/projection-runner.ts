@@ -123,7 +123,9 @@ export class ProjectionRunner implements OnApplicationShutdown {
     this.rm.db.transaction(() => {
       this.position = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
       for (const loadable of loadables) loadable.load();
-      for (const projection of durables) inFlight.push(...(projection.inFlightStreams?.() ?? []));
+      // One push per stream: spreading the list into one call overflows the stack past ~130,000
+      // streams, and the service could not start on a store with that many workflows in flight.
+      for (const projection of durables) for (const streamId of projection.inFlightStreams?.() ?? []) inFlight.push(streamId);
     })();
     await this.rebuildInMemory(inFlight, loadables);
     await new Promise<void>((resolve, reject) => {

@@ -34,7 +34,7 @@ export const freshStoreUrl = (): string => `sqlite:${join(mkdtempSync(join(tmpdi
  * Starts the real service (`node dist/src/main.js`, built by `npm test`) on an ephemeral port
  * and waits until it listens. Pass the same `storeUrl` to restart on the same store.
  */
-export async function startService(options: { storeUrl?: string; env?: Record<string, string> } = {}): Promise<Service> {
+export async function startService(options: { storeUrl?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<Service> {
   const storeUrl = options.storeUrl ?? freshStoreUrl();
   const child = spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
     cwd: ROOT,
@@ -55,7 +55,8 @@ export async function startService(options: { storeUrl?: string; env?: Record<st
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start within 30s:\n${out}`)), 30_000);
+    const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => reject(new Error(`service did not start within ${readyTimeoutMs / 1000}s:\n${out}`)), readyTimeoutMs);
     const check = () => {
       const match = /BATON_READY (\S+)/.exec(out);
       if (match) {
