@@ -729,6 +729,15 @@ describe('workflow decider', () => {
         .then([{ type: 'ControlApplied', data: { seq: 3, matched: 2, changed: 1 } }]);
     });
   });
+
+  it('continues a run of 200,000 tasks as new, numbering the next run after all of them', () => {
+    const n = 200_000;
+    const scheduled = Array.from({ length: n }, (_, seq) => taskScheduled(seq));
+    spec
+      .given([dispatched, decisionStarted('d1'), decisionCompleted('d1'), ...scheduled, decisionStarted('d2', 10)])
+      .when({ type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 7, args: ['next'], at: at(10) }], ids: {} })
+      .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew', data: { run: 2, seqBase: n, input: ['next'] } }]);
+  });
 });
 
 describe('pickVersion', () => {

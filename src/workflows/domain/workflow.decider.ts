@@ -616,7 +616,10 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
         },
       ];
     case 'ContinueAsNew': {
-      const seqs = [...state.tasks.keys(), ...state.timers.keys(), ...state.children.keys()];
+      // A loop, not Math.max(...seqs): a run with ~150,000 tasks, timers and children (the run
+      // continueAsNew is for) overflowed the stack with the spread, and the decision never recorded.
+      let seqBase = Math.max(state.seqBase, command.seq + 1);
+      for (const keys of [state.tasks.keys(), state.timers.keys(), state.children.keys()]) for (const n of keys) if (n + 1 > seqBase) seqBase = n + 1;
       return [
         {
           type: 'WorkflowContinuedAsNew',
@@ -631,7 +634,7 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             scheduleId: null,
             dispatchedAt: command.at,
             run: state.run + 1,
-            seqBase: Math.max(state.seqBase, command.seq + 1, ...seqs.map((n) => n + 1)),
+            seqBase,
             version: state.version,
           },
         },
