@@ -139,6 +139,13 @@ export class MetricsService implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly engineHeld = new Gauge({
+    name: 'baton_engine_held',
+    help: "Workflows and standalone tasks the engine holds in memory on this instance (kind): the ones not ended. Follows the work in flight, never the store's history.",
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly streamLoads = new Counter({
     name: 'baton_stream_loads_total',
     help: "Streams whose state the write path had to build (not in its cache), by where it started: the stream's start (or a workflow's last run) or a read model's snapshot.",
@@ -219,6 +226,8 @@ export class MetricsService implements OnModuleInit {
       this.queueOldest.set(labels, Math.max(0, (now - q.oldestSince) / 1000));
     }
     this.parkedPolls.set(parkedPolls);
+    this.engineHeld.set({ kind: 'workflow' }, this.engine.workflows.size);
+    this.engineHeld.set({ kind: 'task' }, this.engine.tasks.size);
 
     const streams = this.runner.queues.statistics;
     const seen = this.streamStatsSeen;

@@ -116,8 +116,10 @@ export class EngineState {
     if (current.status === 'none' && event.type !== 'WorkflowDispatched' && event.type !== 'WorkflowContinuedAsNew') return;
     const next = workflowDecider.evolve(current, event);
     if (next.status === 'none') return;
-    // Failed workflows are kept (not indexed: nothing is claimable) so that a retry can resume them.
-    if (FINAL_STATUSES.has(next.status) && next.status !== 'failed') this.workflows.delete(id);
+    // Ended workflows go, failed ones too: a retry brings one back from its stream (`onRevived`),
+    // as after a restart, which loads only the workflows in flight. Kept, every failure since the
+    // start stayed in memory for good (retention deleting their streams did not drop them).
+    if (FINAL_STATUSES.has(next.status)) this.workflows.delete(id);
     else this.workflows.set(id, next);
     const seq = (event.data as { seq?: unknown }).seq;
     if (current.status !== next.status || event.type === 'WorkflowContinuedAsNew') {
@@ -140,8 +142,8 @@ export class EngineState {
     if (current.status === 'none' && event.type !== 'TaskDispatched') return;
     const next = taskDecider.evolve(current, event);
     if (next.status === 'none') return;
-    // Failed tasks are kept (not claimable) so that retryTask can give them a fresh round.
-    if (next.attempt.status === 'completed') this.tasks.delete(id);
+    // Ended tasks go, failed ones too: retryTask brings one back from its stream (`onRevived`).
+    if (next.attempt.status === 'completed' || next.attempt.status === 'failed') this.tasks.delete(id);
     else this.tasks.set(id, next);
     this.reindexTask(id);
   }
