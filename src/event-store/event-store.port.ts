@@ -121,6 +121,12 @@ export interface EventStore {
    * Answers how many events were removed when the store knows. Removing an unknown stream is a no-op.
    */
   deleteStream?(streamId: string): Promise<number | undefined>;
+  /**
+   * Every event of the streams whose id starts with `prefix` (a category, e.g. `apitoken-`), in
+   * log order. The embedded store reads those streams' rows only (a range of its stream index);
+   * without it, a caller pages through the whole log.
+   */
+  readCategory?(prefix: string): Promise<RecordedEvent[]>;
   /** Told after every commit (for metrics); the embedded store commits several appends at once. */
   onCommit?(listener: (commit: CommitInfo) => void): void;
   /**

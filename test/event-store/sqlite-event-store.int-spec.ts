@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { NewEvent, RecordedEvent, WrongExpectedRevisionError } from '../../src/event-store/event-store.port.js';
 import { ReadModelDb } from '../../src/event-store/read-model-db.js';
-import { SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store.js';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
+import { CATEGORY_SQL, SqliteEventStore } from '../../src/event-store/sqlite/sqlite-event-store.js';
 import { waitFor } from '../support/wait-for.js';
 import { eventStoreContract } from './event-store.contract.js';
 
@@ -361,6 +362,39 @@ async function watchedSubscription(file: string, cat: string) {
   await waitFor(() => caughtUp, { description: 'the subscription to be caught up' });
   return { watching, delivered, subscription };
 }
+
+describe('readCategory', () => {
+  it('answers the events of one category in log order, from its streams alone', async () => {
+    const file = join(dir, 'category.db');
+    const store = new SqliteEventStore(file);
+    try {
+      const appended: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        await store.append(`workflow-${randomUUID()}`, [newEvent(), newEvent()], 'no_stream');
+        const token = newEvent();
+        await store.append(`apitoken-${randomUUID()}`, [token], 'no_stream');
+        appended.push(token.id);
+      }
+      // A stream whose id merely starts like the category, and one just past its range.
+      await store.append('apitokens-x', [newEvent()], 'no_stream');
+      await store.append('apitoken.', [newEvent()], 'no_stream');
+      const read = await store.readCategory('apitoken-');
+      expect(read.map((e) => e.id)).toEqual(appended);
+      expect(read.map((e) => e.position)).toEqual([...read.map((e) => e.position)].sort((a, b) => (a < b ? -1 : 1)));
+    } finally {
+      await store.close();
+    }
+    // Read through the stream index (a range of it), not the whole log, whatever the log holds.
+    const db = new Database(file, { readonly: true });
+    try {
+      const plan = db.prepare(`EXPLAIN QUERY PLAN ${CATEGORY_SQL}`).all('apitoken-', 'apitoken.') as Array<{ detail: string }>;
+      expect(plan.map((p) => p.detail).join('\n')).toMatch(/^SEARCH events USING INDEX \S+ \(stream_id>\? AND stream_id<\?\)/);
+      expect(plan.some((p) => /^SCAN events/.test(p.detail))).toBe(false);
+    } finally {
+      db.close();
+    }
+  });
+});
 
 function category(label: string): string {
   return `${label}${randomUUID().replaceAll('-', '').slice(0, 12)}`;

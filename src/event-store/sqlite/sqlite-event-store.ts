@@ -55,6 +55,9 @@ export interface SqliteEventStoreOptions {
   maxBatch?: number;
 }
 
+/** The events of a category's streams (`readCategory`): a range of the (stream_id, revision) index, sorted by position. */
+export const CATEGORY_SQL = 'SELECT * FROM events WHERE stream_id >= ? AND stream_id < ? ORDER BY position';
+
 const PAGE = 512;
 /** Quiet looks for another connection's commit after a change of the WAL file (`lookForOtherCommits`). */
 const WAL_QUIET_LOOKS = 6;
@@ -360,6 +363,7 @@ export class SqliteEventStore implements EventStore {
         'SELECT max(position) AS position FROM events',
       ),
       deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
+      category: this.db.prepare<[string, string], EventRow>(CATEGORY_SQL),
       dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(),
       // One index search per stream (the list's ids are looked up in index order, so no sort).
       replayStreams: this.db
@@ -629,6 +633,14 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** Deletes the stream's rows (retention). AUTOINCREMENT never reuses their positions. */
+  async readCategory(prefix: string): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    if (prefix === '') throw new Error('readCategory needs a prefix');
+    // The ids from `prefix` up to, not including, the prefix with its last character moved on one.
+    const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+    return this.stmt.category.all(prefix, end).map(toRecorded);
+  }
+
   async deleteStream(streamId: string): Promise<number> {
     this.assertOpen();
     this.tails.forget(streamId);
