@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { Client } from './client.js';
+import { BatonRequestError, Client } from './client.js';
 import { type TaskDefinition, type WorkflowDefinition, resolveRetryPolicy } from './definitions.js';
 import { toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError } from './errors.js';
@@ -89,8 +89,27 @@ export interface WorkerOptions {
    * @default true
    */
   decideAfterTasks?: boolean;
+  /**
+   * Largest request body, in bytes, the worker builds when it reports several outcomes at once;
+   * outcomes beyond it go in further reports. Keep it under the service's `BODY_LIMIT_BYTES`
+   * (1 MiB by default): two decisions that each start thousands of tasks would otherwise make one
+   * request the service refuses (HTTP 413) every time it is sent. One outcome larger than this is
+   * sent alone; if the service refuses it for its size, a decision is recorded as failed
+   * (`DECISION_REJECTED`).
+   * @default 786432 (768 KiB)
+   */
+  maxReportBytes?: number;
   /** Where the worker logs (default: console). */
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
+}
+
+/** About how many bytes an outcome adds to a report's body: its JSON, its large strings escaped once more as GraphQL variables. */
+function reportBytes(report: DecisionReport | TaskReport): number {
+  const r = report as { commands?: string; result?: string; failureMessage?: string; next?: { commands: string } | null; queries?: unknown };
+  let bytes = 200;
+  for (const text of [r.commands, r.result, r.failureMessage, r.next?.commands]) if (typeof text === 'string') bytes += Buffer.byteLength(JSON.stringify(text));
+  if (r.queries != null) bytes += Buffer.byteLength(JSON.stringify(r.queries));
+  return bytes;
 }
 
 type WorkItem = WireWorkItem;
@@ -420,14 +439,37 @@ export class Worker {
   }
 
   private async flush(): Promise<void> {
-    const decisions = this.decisionReports;
-    const tasks = this.taskReports;
-    if (decisions.length === 0 && tasks.length === 0) return;
+    if (this.decisionReports.length === 0 && this.taskReports.length === 0) return;
     // Worth retrying for as long as the longest lease holds: after that the server has moved on.
     const until = Math.max(...this.reportLeases.filter((t) => !Number.isNaN(t)), Date.now() + 5000);
-    this.decisionReports = [];
-    this.taskReports = [];
     this.reportLeases = [];
+    const { decisions, tasks } = this.nextReport();
+    // What did not fit goes in the next report, sent alongside this one.
+    if (this.decisionReports.length + this.taskReports.length > 0) {
+      this.reportLeases.push(until);
+      void this.scheduleFlush();
+    }
+    await this.send(decisions, tasks, until);
+  }
+
+  /** Takes the queued outcomes that fit in one request of `maxReportBytes` (at least one). */
+  private nextReport(): { decisions: DecisionReport[]; tasks: TaskReport[] } {
+    const budget = this.options.maxReportBytes ?? 768 * 1024;
+    let bytes = 0;
+    const fits = (size: number, taken: number) => {
+      if (taken > 0 && bytes + size > budget) return false;
+      bytes += size;
+      return true;
+    };
+    let d = 0;
+    while (d < this.decisionReports.length && fits(reportBytes(this.decisionReports[d]), d)) d++;
+    let t = 0;
+    while (t < this.taskReports.length && fits(reportBytes(this.taskReports[t]), d + t)) t++;
+    return { decisions: this.decisionReports.splice(0, d), tasks: this.taskReports.splice(0, t) };
+  }
+
+  private async send(decisions: DecisionReport[], tasks: TaskReport[], until: number): Promise<void> {
+    if (decisions.length + tasks.length === 0) return;
     // The reported items leave their slots as this report ends: those slots may take eager work.
     const free = Math.min(100, this.concurrency - this.inFlight.size + decisions.length + tasks.length);
     const claim = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && free > 0 ? { ...this.registration, maxItems: free } : null;
@@ -453,6 +495,7 @@ export class Worker {
         this.start(reportWork.items ?? []);
         return;
       } catch (error) {
+        if (error instanceof BatonRequestError && error.status === 413) return this.tooLarge(decisions, tasks, until);
         const delay = Math.min(100 * 2 ** attempt, 2000);
         if (Date.now() + delay > until) {
           this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes before their leases ended: ${(error as Error).message}`);
@@ -463,6 +506,38 @@ export class Worker {
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
+  }
+
+  /**
+   * The service refused a report for its size (over `BODY_LIMIT_BYTES`): sent again, it would be
+   * refused again. Several outcomes are split in two and sent apart; a decision alone is recorded
+   * as failed (`DECISION_REJECTED`, where an operator sees it) instead of lapsing and coming back
+   * for ever; a task result alone is dropped with an error logged (its attempt lapses and is retried).
+   */
+  private async tooLarge(decisions: DecisionReport[], tasks: TaskReport[], until: number): Promise<void> {
+    const items = decisions.length + tasks.length;
+    if (items > 1) {
+      const halfD = Math.ceil(decisions.length / 2);
+      const halfT = Math.floor(tasks.length / 2);
+      await Promise.all([this.send(decisions.slice(0, halfD), tasks.slice(0, halfT), until), this.send(decisions.slice(halfD), tasks.slice(halfT), until)]);
+      return;
+    }
+    const decision = decisions[0];
+    if (decision) {
+      this.runs.delete(decision.ref.slice(3));
+      if (decision.commands === undefined) {
+        this.logger.error(`[baton worker] the failure report of decision ${decision.ref} is over the service's body limit; dropped`);
+        return;
+      }
+      const message = `the decision's report (${reportBytes(decision)} bytes) is over the service's body limit (BODY_LIMIT_BYTES)`;
+      this.logger.error(`[baton worker] ${decision.ref}: ${message}`);
+      this.decisionReports.push({ ref: decision.ref, decisionId: decision.decisionId, failureCode: 'DECISION_REJECTED', failureMessage: message });
+      this.reportLeases.push(until);
+      void this.scheduleFlush();
+      return;
+    }
+    this.logger.error(`[baton worker] the result of ${tasks[0].ref} (${reportBytes(tasks[0])} bytes) is over the service's body limit (BODY_LIMIT_BYTES); not reported`);
+    this.settleDecided(tasks, []);
   }
 
   private async heartbeat(): Promise<void> {
