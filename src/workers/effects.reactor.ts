@@ -18,16 +18,25 @@ const REACTS_TO = new Set(['ChildWorkflowStarted', 'TaskDispatchRequested', 'Con
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 10_000;
 const SAVE_EVERY_MS = 200;
+/** Effects carried out at once (each holds one event and one append in progress). */
+const MAX_IN_FLIGHT = 256;
 
 /**
  * What a workflow's recorded decisions cause outside its own stream: starting children and
  * standalone tasks, acting on selected workflows, and telling a parent that its child ended.
  *
  * A checkpointed reactor: its own subscription to the log, from the checkpoint kept in the
- * read-model database (`rm_checkpoints.effects`), one event at a time, in order. An effect that
- * fails for a transient reason (the store did not answer, anything not a domain error) is
- * retried with backoff and the reactor does not move past it; the checkpoint moves only past
- * events whose effect was carried out. Every effect is a command whose target decider
+ * read-model database (`rm_checkpoints.effects`), in order. Effects that create a stream (a
+ * child, a standalone task, a schedule) or resolve a parent's child are independent of each
+ * other and run side by side, up to MAX_IN_FLIGHT at once, so their appends share the group
+ * commit: a decision that dispatches thousands of tasks no longer costs one commit (and one
+ * read-model wait) per task, one after the other, while every other app's effects wait behind
+ * it. A `ControlRequested` acts on workflows found through the read models, which must include
+ * what the effects before it created (a child it then signals): it waits for every effect before
+ * it, and nothing after it starts until it is done. An effect that fails for a transient reason
+ * (the store did not answer, anything not a domain error) is retried with backoff; the
+ * checkpoint moves only past events whose effects were carried out (just before the oldest
+ * effect still running). Every effect is a command whose target decider
  * recognises its cause as already applied (a child or task with a deterministic id exists; a
  * parent's child is already resolved; a delivered event's `causeId`; a recorded
  * `ControlApplied`), so replaying from an older checkpoint, or running the reactor on several
@@ -39,9 +48,13 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   private subscription: Subscription | undefined;
   private stopped = false;
   private position = -1n;
+  /** The last event handed to the reactor (its effect started, done, or none needed). */
+  private handled = -1n;
+  /** Effects being carried out, by their event's position, oldest first. */
+  private readonly inFlight = new Map<bigint, Promise<void>>();
   private savedAt = 0;
   private saveTimer: NodeJS.Timeout | undefined;
-  private wakeRetry: (() => void) | undefined;
+  private readonly wakeRetries = new Set<() => void>();
   /** Effects retried after a failure since start (for /health and tests). */
   retries = 0;
 
@@ -84,33 +97,61 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     if (this.stopped) return;
     const event = this.registry.upcast(recorded);
     if (REACTS_TO.has(event.type)) {
-      // The read models this effect consults (a child's parent) include its cause.
-      await this.projections.waitFor(event.position);
-      for (let attempt = 0; !this.stopped; attempt++) {
-        try {
-          await this.effect(event);
-          break;
-        } catch (error) {
-          if (error instanceof BatonError && error.code !== 'STORE_UNAVAILABLE') {
-            this.logger.error(`effect of ${event.type} at ${event.position} (${event.streamId}) cannot be carried out, skipped: ${error.message}`);
-            break;
-          }
-          this.retries++;
-          const delay = Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS);
-          this.logger.warn(`effect of ${event.type} at ${event.position} (${event.streamId}) failed, retrying in ${delay} ms: ${(error as Error).message}`);
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, delay);
-            this.wakeRetry = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+      const barrier = event.type === 'ControlRequested';
+      if (barrier) await Promise.all(this.inFlight.values());
+      else while (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight.values());
+      if (this.stopped) return;
+      const running = this.carryOut(event).then((done) => {
+        if (!done) return; // stopped before it was carried out: the checkpoint stays before it
+        this.inFlight.delete(event.position);
+        this.advance();
+      });
+      this.inFlight.set(event.position, running);
+      if (barrier) await running;
+    }
+    this.handled = event.position;
+    this.advance();
+  }
+
+  /** Carries an event's effect out, retrying transient failures; false when the reactor stopped first. */
+  private async carryOut(event: RecordedEvent): Promise<boolean> {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        // The read models this effect consults (a child's parent, a selector's workflows) include its cause.
+        await this.projections.waitFor(event.position);
+        await this.effect(event);
+        return true;
+      } catch (error) {
+        if (error instanceof BatonError && error.code !== 'STORE_UNAVAILABLE') {
+          this.logger.error(`effect of ${event.type} at ${event.position} (${event.streamId}) cannot be carried out, skipped: ${error.message}`);
+          return true;
         }
+        this.retries++;
+        const delay = Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS);
+        this.logger.warn(`effect of ${event.type} at ${event.position} (${event.streamId}) failed, retrying in ${delay} ms: ${(error as Error).message}`);
+        await new Promise<void>((resolve) => {
+          const wake = () => {
+            clearTimeout(timer);
+            this.wakeRetries.delete(wake);
+            resolve();
+          };
+          const timer = setTimeout(wake, delay);
+          this.wakeRetries.add(wake);
+        });
       }
     }
+    return false;
+  }
+
+  /** Moves the checkpoint to just before the oldest effect still running (or to the last event handled). */
+  private advance(): void {
     if (this.stopped) return;
-    this.position = event.position;
-    this.save();
+    const oldest = this.inFlight.keys().next();
+    const done = oldest.done ? this.handled : oldest.value - 1n;
+    if (done > this.position) {
+      this.position = done;
+      this.save();
+    }
   }
 
   /** Persists the checkpoint at most every SAVE_EVERY_MS (a replay from an older one is harmless). */
@@ -129,8 +170,10 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    this.wakeRetry?.();
+    for (const wake of [...this.wakeRetries]) wake();
     await this.subscription?.close();
+    // Appends already under way end; nothing new starts (the checkpoint is before what did not run).
+    await Promise.all(this.inFlight.values());
     this.save(true);
   }
 
