@@ -2,7 +2,7 @@ import { Controller, Get, Module, Param, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { extname, join, normalize, resolve } from 'node:path';
+import { extname, join, normalize, resolve, sep } from 'node:path';
 
 /** Where `npm run build` puts the dashboard (vite, from `ui/`): dist/ui beside dist/src. */
 export const DASHBOARD_DIR = resolve(import.meta.dirname, '../../ui');
@@ -61,13 +61,21 @@ export class DashboardController {
     let pending = this.cache.get(relative);
     if (!pending) {
       const file = normalize(join(DASHBOARD_DIR, relative));
-      pending = file.startsWith(DASHBOARD_DIR)
+      // Inside the directory itself (`dist/ui-other` starts with `dist/ui` too).
+      pending = file.startsWith(DASHBOARD_DIR + sep)
         ? readFile(file).then(
             (body) => ({ body, type: TYPES[extname(file)] ?? 'application/octet-stream', etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }),
             () => null,
           )
         : Promise.resolve(null);
-      if (relative.startsWith('assets/')) this.cache.set(relative, pending);
+      if (relative.startsWith('assets/')) {
+        // Only the files that exist stay cached (the build's few assets): anyone may ask for any name.
+        const asked = pending;
+        this.cache.set(relative, asked);
+        void asked.then((asset) => {
+          if (!asset && this.cache.get(relative) === asked) this.cache.delete(relative);
+        });
+      }
     }
     return pending;
   }
