@@ -40,6 +40,9 @@ describe('effects of one decision: 3,000 tasks and 20 children dispatched, then 
   }, 120_000);
 
   it('after a kill while the effects run, the restarted service carries out the rest, each once', async () => {
+    // The first test's service and worker are done with.
+    await killAllWorkers();
+    await service?.stop();
     service = await startService();
     const { storeUrl, token } = service;
     const environment = unique('effects-kill');
