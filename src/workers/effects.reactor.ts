@@ -99,7 +99,10 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     if (REACTS_TO.has(event.type)) {
       const barrier = event.type === 'ControlRequested';
       if (barrier) await Promise.all(this.inFlight.values());
-      else while (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight.values());
+      else {
+        // Not once stopped: an effect cut short stays listed (the checkpoint stays before it), and racing it would spin.
+        while (!this.stopped && this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight.values());
+      }
       if (this.stopped) return;
       const running = this.carryOut(event).then((done) => {
         if (!done) return; // stopped before it was carried out: the checkpoint stays before it
