@@ -2,7 +2,7 @@ import type { EventStore, RecordedEvent } from '../event-store/event-store.port.
 import { NonDeterminismError } from '../sdk/errors.js';
 import { type HistoryEvent, WorkflowReplay } from '../sdk/workflow-context.js';
 import type { WorkflowDefinition } from '../sdk/definitions.js';
-import { replayableHistory } from '../workflows/domain/workflow-retry.js';
+import { replayableHistory } from '../protocol/workflow-retry.js';
 import { startProgress } from './progress.js';
 import { loadDefinitions } from './worker-command.js';
 

@@ -18,6 +18,7 @@ import {
   type WireTaskReport,
   type WireWorkItem,
   parseRef,
+  replayableHistory,
 } from '../protocol/index.js';
 import { WorkflowReplay } from './workflow-context.js';
 
@@ -318,12 +319,24 @@ export class Worker {
     await this.scheduleFlush();
   }
 
-  /** The whole current run of a claimed decision, for a run this worker does not hold. */
+  /**
+   * The whole current run of a claimed decision, for a run this worker does not hold (or whose
+   * claim left its history out as too large): page by page, each as large as the service's
+   * answers allow, up to the decision's own DecisionStarted; then without what retries rewound.
+   */
   private async wholeRun(item: WorkItem): Promise<HistoryEvent[]> {
-    const { decisionHistory } = await this.client.request<{ decisionHistory: string }>(DECISION_HISTORY, {
-      input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, ref: item.ref, decisionId: item.decisionId },
-    });
-    return JSON.parse(decisionHistory) as HistoryEvent[];
+    const events: HistoryEvent[] = [];
+    for (let from = item.runFrom ?? 0; ; ) {
+      const { decisionHistory } = await this.client.request<{ decisionHistory: string }>(DECISION_HISTORY, {
+        input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, ref: item.ref, decisionId: item.decisionId, fromRevision: from },
+      });
+      const page = JSON.parse(decisionHistory) as HistoryEvent[];
+      for (const event of page) events.push(event);
+      const last = page[page.length - 1];
+      if (!last || last.revision < from || (last.type === 'DecisionStarted' && (last.data as { decisionId?: string } | null)?.decisionId === item.decisionId)) break;
+      from = last.revision + 1;
+    }
+    return replayableHistory(events);
   }
 
   private hold(workflowId: string, run: HeldRun): void {

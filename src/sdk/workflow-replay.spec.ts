@@ -2,7 +2,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { fold } from '../shared/decider.js';
 import { RetryPolicy, TaskError } from '../tasks/domain/task-attempts.js';
 import { WorkflowCommand, WorkflowEvent, workflowDecider } from '../workflows/domain/workflow.decider.js';
-import { replayableHistory } from '../workflows/domain/workflow-retry.js';
+import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDefinition, defineTask, defineWorkflow } from './definitions.js';
 import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
 import { HistoryEvent, StepAttempt, WorkflowReplay, tagged } from './workflow-context.js';

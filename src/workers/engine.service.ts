@@ -11,7 +11,7 @@ import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
 import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
-import { replayableHistory } from '../workflows/domain/workflow-retry.js';
+import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { Candidate, EngineState } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
@@ -93,22 +93,23 @@ export class EngineService {
     const deadline = Date.now() + (input.waitMs ?? 20_000);
     const taskNames = input.tasks.map((t) => t.name);
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
+    const budget = this.historyBudget();
     for (;;) {
       if (signal?.aborted) return [];
       const candidates = this.engine.candidates(input.appId, input.environment, input.workflows, taskNames, max, this.claiming);
-      const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies)))).filter((i): i is WorkItem => i !== null);
+      const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
       if (items.length > 0) return items;
       const remaining = deadline - Date.now();
       if (remaining <= 0) return [];
       // Candidates that could not be claimed were taken elsewhere (another instance, whose event
       // this one has not projected yet): give the log a moment instead of spinning on them.
       const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);
-      const offered = await this.park(input, policies, wait, signal);
+      const offered = await this.park(input, policies, budget, wait, signal);
       const item = offered && (await offered);
       if (item) {
         // Whatever else became claimable meanwhile goes in the same answer.
         const more = max > 1 ? this.engine.candidates(input.appId, input.environment, input.workflows, taskNames, max - 1, this.claiming) : [];
-        const others = (await Promise.all(more.map((c) => this.claim(input, c, policies)))).filter((i): i is WorkItem => i !== null);
+        const others = (await Promise.all(more.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
         return [item, ...others];
       }
     }
@@ -119,10 +120,10 @@ export class EngineService {
    * hand it the new workflow's first decision directly (`offerDecision`). Resolves with that
    * claim when one was handed over.
    */
-  private async park(input: PollWorkInput, policies: Policies, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
+  private async park(input: PollWorkInput, policies: Policies, budget: HistoryBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
     const scope = `${input.appId}\u0000${input.environment}`;
     const handoff = new AbortController();
-    const poll: ParkedPoll = { input, policies, names: new Set(input.workflows.map(baseName)), signal, wake: () => handoff.abort() };
+    const poll: ParkedPoll = { input, policies, budget, names: new Set(input.workflows.map(baseName)), signal, wake: () => handoff.abort() };
     let polls = this.parked.get(scope);
     if (!polls) this.parked.set(scope, (polls = new Set()));
     polls.add(poll);
@@ -152,7 +153,7 @@ export class EngineService {
     for (const poll of polls) {
       if (poll.offered || poll.signal?.aborted || !poll.names.has(name)) continue;
       polls.delete(poll);
-      poll.offered = this.claim(poll.input, { kind: 'decision', ref: `wf:${dispatch.workflowId}` }, poll.policies, { opportunistic: true }).catch((error: Error) => {
+      poll.offered = this.claim(poll.input, { kind: 'decision', ref: `wf:${dispatch.workflowId}` }, poll.policies, { opportunistic: true }, poll.budget).catch((error: Error) => {
         // The poll goes on looking as if nothing had been offered.
         this.logger.warn(`eager start of workflow ${dispatch.workflowId} failed: ${error.message}`);
         return null;
@@ -167,10 +168,11 @@ export class EngineService {
     candidate: Candidate,
     policies: Map<string, { retry: RetryPolicy; timeoutMs: number | null }>,
     options: RunOptions = {},
+    budget: HistoryBudget = this.historyBudget(),
   ): Promise<WorkItem | null> {
     this.claiming.add(candidate.ref);
     try {
-      return candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref, options) : await this.claimTask(input, candidate.ref, policies, options);
+      return candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref, options, budget) : await this.claimTask(input, candidate.ref, policies, options);
     } catch (error) {
       if (error instanceof ConflictError || error instanceof NotFoundError) return null;
       throw error;
@@ -179,7 +181,12 @@ export class EngineService {
     }
   }
 
-  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions = {}): Promise<WorkItem | null> {
+  /** What one answer may spend on decision histories: half the response limit (its other fields have the rest). */
+  private historyBudget(): HistoryBudget {
+    return { left: Math.floor(this.config.maxResponseBytes / 2) };
+  }
+
+  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions, budget: HistoryBudget): Promise<WorkItem | null> {
     const workflowId = ref.slice(3);
     const decisionId = uuidv7();
     const now = this.clock.now();
@@ -217,13 +224,25 @@ export class EngineService {
         text = json;
       }
     }
-    let history = text === undefined ? await this.readRun(workflowId, from, to) : [];
-    // A retried run is replayed whole, as if its failure never happened (workflow-retry.ts).
-    if (text === undefined && from !== before.runStartRevision && history.some((e) => e.type === 'WorkflowRetried')) {
-      from = before.runStartRevision;
-      history = await this.readRun(workflowId, from, to);
+    let cost = text === undefined ? 0 : answerBytes(text);
+    if (text === undefined) {
+      // Read only as much as the answer has room for: a history it cannot carry is left out, and
+      // the worker pages it in with decisionHistory.
+      let run = await this.readRunWithin(workflowId, from, to, budget.left);
+      // A retried run is replayed whole, as if its failure never happened (protocol/workflow-retry.ts).
+      if (run.complete && from !== before.runStartRevision && run.events.some((e) => e.type === 'WorkflowRetried')) {
+        from = before.runStartRevision;
+        run = await this.readRunWithin(workflowId, from, to, budget.left);
+      }
+      if (run.complete && from === before.runStartRevision && run.events.some((e) => e.type === 'WorkflowRetried')) {
+        text = JSON.stringify(replayableHistory(run.events));
+      } else text = `[${run.parts.join(',')}]`;
+      cost = run.complete ? run.cost : Infinity;
     }
-    if (text === undefined && from === before.runStartRevision) history = replayableHistory(history);
+    if (cost > budget.left) {
+      text = '[]';
+      from = to + 1n;
+    } else budget.left -= cost;
     return {
       kind: WorkKind.DECISION,
       ref,
@@ -235,14 +254,17 @@ export class EngineService {
       attemptId: null,
       attempt: null,
       input: JSON.stringify(after.input),
-      history: text ?? JSON.stringify(history),
+      history: text,
       historyFrom: Number(from),
       runFrom: Number(after.runStartRevision),
       leaseExpiresAt: new Date(started.leaseExpiresAt),
     };
   }
 
-  /** A claimed decision's whole run, for a worker that does not hold it (evicted, restarted). */
+  /**
+   * A claimed decision's run, for a worker that does not hold it (evicted, restarted) or whose
+   * claim left it out: whole (`fromRevision` absent), or a page from `fromRevision` on.
+   */
   async decisionHistory(input: DecisionHistoryInput): Promise<string> {
     const parsed = parseRef(input.ref);
     if (parsed?.kind !== 'decision') throw new BadUserInputError('ref', `not a decision ref: ${input.ref}`);
@@ -250,7 +272,51 @@ export class EngineService {
     inScope(state, input, input.ref);
     const run = state as ExistingWorkflow;
     if (run.lastDecision?.id !== input.decisionId) throw new ConflictError('decision is no longer current (its lease lapsed or the workflow ended)');
-    return JSON.stringify(replayableHistory(await this.readRun(parsed.workflowId, run.runStartRevision, run.lastDecision.revision)));
+    if (input.fromRevision == null) return JSON.stringify(replayableHistory(await this.readRun(parsed.workflowId, run.runStartRevision, run.lastDecision.revision)));
+    const from = BigInt(input.fromRevision) > run.runStartRevision ? BigInt(input.fromRevision) : run.runStartRevision;
+    return this.historyPage(parsed.workflowId, from, run.lastDecision.revision);
+  }
+
+  /**
+   * Events `from`..`to` of a workflow's stream as stored (JSON array of { revision, type, data }),
+   * as many as fit one answer's history budget and at least one: the read stops there, so a page
+   * costs what it carries, however long the run.
+   */
+  private async historyPage(workflowId: string, from: bigint, to: bigint): Promise<string> {
+    const { parts } = await this.readRunWithin(workflowId, from, to, this.historyBudget().left);
+    return `[${parts.join(',')}]`;
+  }
+
+  /**
+   * Events `from`..`to` of a workflow's stream, each with its JSON, read a few at a time and only
+   * while they fit `maxBytes` of an answer (the first one always): `complete` when `to` was
+   * reached, `cost` what they take in an answer as a JSON array.
+   */
+  private async readRunWithin(
+    workflowId: string,
+    from: bigint,
+    to: bigint,
+    maxBytes: number,
+  ): Promise<{ events: Array<{ revision: number; type: string; data: unknown }>; parts: string[]; cost: number; complete: boolean }> {
+    const events: Array<{ revision: number; type: string; data: unknown }> = [];
+    const parts: string[] = [];
+    let cost = 4;
+    for (let at = from; at <= to; ) {
+      const read = await this.store.readStream(`workflow-${workflowId}`, { fromRevision: at, maxCount: Math.min(Number(to - at) + 1, HISTORY_READ_CHUNK) });
+      if (read.length === 0) break;
+      for (const e of read) {
+        if (e.revision > to) return { events, parts, cost, complete: true };
+        const event = { revision: Number(e.revision), type: e.type, data: e.data };
+        const json = JSON.stringify(event);
+        const bytes = answerBytes(json) + 2;
+        if (parts.length > 0 && cost + bytes > maxBytes) return { events, parts, cost, complete: false };
+        cost += bytes;
+        events.push(event);
+        parts.push(json);
+      }
+      at = read[read.length - 1].revision + 1n;
+    }
+    return { events, parts, cost, complete: true };
   }
 
   /** Events `from`..`to` of a workflow's stream, as the SDK replays them. */
@@ -362,9 +428,10 @@ export class EngineService {
     const policies = new Map(claim.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
+    const budget = this.historyBudget();
     const take = (candidate: Candidate) => {
       if (claims.length >= claim.maxItems || this.claiming.has(candidate.ref)) return;
-      claims.push(this.claim(as, candidate, policies, { opportunistic: true }));
+      claims.push(this.claim(as, candidate, policies, { opportunistic: true }, budget));
     };
     return {
       serves: (taskName) => policies.has(taskName),
@@ -556,6 +623,22 @@ export const NEXT_DECISION_CLOCK_SKEW_MS = 2000;
 /** Runs up to this many events (and bytes of history) go whole with every decision (see claimDecision). */
 const SMALL_RUN_EVENTS = 100n;
 const SMALL_RUN_BYTES = 64 * 1024;
+/** Events read at a time while filling a claim's history or a page of `decisionHistory`. */
+const HISTORY_READ_CHUNK = 64;
+
+/** Bytes an answer's history budget has left; the claims of one answer share it. */
+interface HistoryBudget {
+  left: number;
+}
+
+/**
+ * At least what a JSON text costs once it is a string field of a GraphQL answer: escaping it
+ * again at most doubles it (only its quotes and backslashes are escaped; the text has no control
+ * characters, and JSON.stringify already wrote lone surrogates as \uXXXX).
+ */
+function answerBytes(json: string): number {
+  return 2 * Buffer.byteLength(json, 'utf8');
+}
 
 type Policies = Map<string, { retry: RetryPolicy; timeoutMs: number | null }>;
 
@@ -563,6 +646,8 @@ type Policies = Map<string, { retry: RetryPolicy; timeoutMs: number | null }>;
 interface ParkedPoll {
   input: PollWorkInput;
   policies: Policies;
+  /** What its answer may still spend on histories. */
+  budget: HistoryBudget;
   /** Base names of the workflows it serves. */
   names: Set<string>;
   signal?: AbortSignal;

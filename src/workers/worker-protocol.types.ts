@@ -142,7 +142,7 @@ export class WorkItem {
   @Field(() => String, {
     nullable: true,
     description:
-      'DECISION: history as a JSON array of { revision, type, data }, from revision `historyFrom` to this decision\'s DecisionStarted. It is the whole current run when `historyFrom` is the run\'s first event; otherwise only what followed the previous decision, which this same worker made (a worker that no longer holds that run fetches it whole with `decisionHistory`).',
+      'DECISION: history as a JSON array of { revision, type, data }, from revision `historyFrom` to this decision\'s DecisionStarted. It is the whole current run when `historyFrom` is the run\'s first event; otherwise only what followed the previous decision, which this same worker made (a worker that no longer holds that run fetches it whole with `decisionHistory`). A history too large for the answer is left out: `history` is then `[]` and `historyFrom` is past the decision, and the worker fetches the run with `decisionHistory`, page by page.',
   })
   history: string | null;
   @Field(() => Int, { nullable: true, description: 'DECISION: revision of the first event in `history`.' })
@@ -184,6 +184,15 @@ export class DecisionHistoryInput extends AppScopedInput {
   @IsString()
   @MaxLength(100)
   decisionId: string;
+  @Field(() => Int, {
+    nullable: true,
+    description:
+      'Pages the run: events from this revision on (the run\'s first event at the earliest), as stored, as many as fit half the response limit (at least one); ask again after the last one until the page ends with this decision\'s DecisionStarted, then leave out what retries rewound (`replayableHistory`). Absent: the whole run at once, retries already left out.',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  fromRevision?: number | null;
 }
 
 @InputType({ description: 'Why a task attempt failed.' })

@@ -3,7 +3,7 @@ import { DeciderSpecification } from '../../../test/support/decider-specificatio
 import { ConflictError } from '../../shared/errors.js';
 import { taskDecider, TaskEvent } from '../../tasks/domain/task.decider.js';
 import { claimableTasks, decisionClaimable, WorkflowEvent, workflowDecider } from './workflow.decider.js';
-import { failureCause, replayableHistory } from './workflow-retry.js';
+import { failureCause, replayableHistory } from '../../protocol/workflow-retry.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();

@@ -228,7 +228,7 @@ export type WorkflowCommand =
   | { type: 'ReleaseTask'; seq: number; attemptId: string; now: number }
   | { type: 'ResolveChild'; seq: number; childId: string; outcome: { ok: true; result: Json } | { ok: false; error: TaskError } }
   | { type: 'RecordControlApplied'; seq: number; matched: number; changed: number }
-  /** `resetTasks`: the failed tasks the failing decision saw (see workflow-retry.ts); others stay failed. */
+  /** `resetTasks`: the failed tasks the failing decision saw (see protocol/workflow-retry.ts); others stay failed. */
   | { type: 'RetryWorkflow'; resetTasks: number[]; now: number };
 
 const MAX_DECISION_RETRY_MS = 60_000;

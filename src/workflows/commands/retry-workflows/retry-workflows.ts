@@ -9,7 +9,7 @@ import { contextFor } from '../../../shared/command-context.js';
 import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import { Requires } from '../../../tokens/roles.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
-import { failureCause, replayableHistory } from '../../domain/workflow-retry.js';
+import { failureCause, replayableHistory } from '../../../protocol/workflow-retry.js';
 import { workflowDecider } from '../../domain/workflow.decider.js';
 import { SelectorActionResult, SelectorActionStatus } from '../../workflow.types.js';
 import { WorkflowView, WorkflowsReadModel } from '../../workflows.read-model.js';
