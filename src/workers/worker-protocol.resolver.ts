@@ -5,6 +5,7 @@ import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
 import { TooManyPollsError } from '../shared/errors.js';
 import { InputLimits, inputLimits } from '../shared/limits.js';
+import { PerTokenCounter } from '../shared/per-token-counter.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
@@ -18,15 +19,16 @@ import { WorkerRegistry } from './worker-registry.js';
 export class WorkerProtocolResolver {
   private readonly limits: InputLimits;
   /** Long polls waiting right now, per token (MAX_POLLS_PER_TOKEN): one token cannot hold every socket. */
-  private readonly polling = new Map<string, number>();
+  private readonly polling: PerTokenCounter;
 
   constructor(
     private readonly engine: EngineService,
-    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+    @Inject(BATON_CONFIG) config: BatonConfig,
     private readonly lifecycle: LifecycleService,
     private readonly registry: WorkerRegistry,
   ) {
     this.limits = inputLimits(config);
+    this.polling = new PerTokenCounter(config.maxPollsPerToken);
   }
 
   @Requires('worker')
@@ -42,9 +44,7 @@ export class WorkerProtocolResolver {
     assertScope(principal, input.appId, input.environment);
     // An instance that is draining answers parked polls empty and claims nothing new.
     if (this.lifecycle.draining) return [];
-    const waiting = this.polling.get(principal.tokenId) ?? 0;
-    if (waiting >= this.config.maxPollsPerToken) throw new TooManyPollsError(this.config.maxPollsPerToken);
-    this.polling.set(principal.tokenId, waiting + 1);
+    if (!this.polling.take(principal.tokenId)) throw new TooManyPollsError(this.polling.limit);
     // A worker that goes away mid-poll (shutdown, crash) must not have work claimed for it.
     const gone = new AbortController();
     const socket = req?.raw.socket;
@@ -57,9 +57,7 @@ export class WorkerProtocolResolver {
     } finally {
       ended();
       socket?.off('close', onClose);
-      const left = (this.polling.get(principal.tokenId) ?? 1) - 1;
-      if (left > 0) this.polling.set(principal.tokenId, left);
-      else this.polling.delete(principal.tokenId);
+      this.polling.release(principal.tokenId);
       this.lifecycle.drainSignal.removeEventListener('abort', onClose);
     }
   }

@@ -9,6 +9,7 @@ import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../gr
 import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
 import { NotFoundError, TooManyAwaitsError } from '../../shared/errors.js';
+import { PerTokenCounter } from '../../shared/per-token-counter.js';
 import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
@@ -128,15 +129,17 @@ class AwaitWorkflowArgs extends AppScopedIdArgs {
 @Resolver(() => WorkflowType)
 export class WorkflowQueriesResolver {
   /** awaitWorkflow polls waiting right now, per token (MAX_AWAITS_PER_TOKEN), each alias one. */
-  private readonly awaiting = new Map<string, number>();
+  private readonly awaiting: PerTokenCounter;
 
   constructor(
     private readonly readModel: WorkflowsReadModel,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly fence: ReadFence,
     private readonly endings: WorkflowEndings,
-    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
-  ) {}
+    @Inject(BATON_CONFIG) config: BatonConfig,
+  ) {
+    this.awaiting = new PerTokenCounter(config.maxAwaitsPerToken);
+  }
 
   @Requires('read')
   @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
@@ -181,7 +184,7 @@ export class WorkflowQueriesResolver {
         }
       }
     } finally {
-      if (holding) this.releaseAwaitSlot(principal.tokenId);
+      if (holding) this.awaiting.release(principal.tokenId);
     }
   }
 
@@ -192,16 +195,8 @@ export class WorkflowQueriesResolver {
    * 49,800 on one instance).
    */
   private takeAwaitSlot(tokenId: string): true {
-    const waiting = this.awaiting.get(tokenId) ?? 0;
-    if (waiting >= this.config.maxAwaitsPerToken) throw new TooManyAwaitsError(this.config.maxAwaitsPerToken);
-    this.awaiting.set(tokenId, waiting + 1);
+    if (!this.awaiting.take(tokenId)) throw new TooManyAwaitsError(this.awaiting.limit);
     return true;
-  }
-
-  private releaseAwaitSlot(tokenId: string): void {
-    const left = (this.awaiting.get(tokenId) ?? 1) - 1;
-    if (left > 0) this.awaiting.set(tokenId, left);
-    else this.awaiting.delete(tokenId);
   }
 
   @Requires('read')
