@@ -10,6 +10,7 @@ import { ReadFence } from './event-store/read-fence.js';
 import { HttpErrorsFilter, answerClientError, answerFrameworkError } from './graphql/http-errors.filter.js';
 import { MetricsService } from './observability/metrics.service.js';
 import { installRequestContext } from './observability/request-hooks.js';
+import { CLOCK } from './shared/clock.js';
 import { requestIdFor } from './shared/request-context.js';
 import { installAuth } from './tokens/auth.hook.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
@@ -37,7 +38,7 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
   installRequestContext(fastify, app.get(MetricsService));
   app.useGlobalPipes(batonValidationPipe());
   app.useGlobalFilters(new HttpErrorsFilter(config.bodyLimitBytes));
-  installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute, () => app.get(ReadFence));
+  installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute, () => app.get(ReadFence), app.get(CLOCK));
   await app.init();
   await app.get(ProjectionRunner).start();
   return app;

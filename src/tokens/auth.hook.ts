@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ReadFence } from '../event-store/read-fence.js';
+import { type Clock, systemClock } from '../shared/clock.js';
 import { StoreUnavailable } from '../shared/errors.js';
+import { ThrottledLog } from '../shared/throttled-log.js';
 import { Principal, TokensReadModel } from './tokens.projection.js';
 
 /** Header a client sends back (the `x-baton-position` of an earlier answer) to read at least that far on any instance. */
@@ -35,6 +37,12 @@ class RateLimiter {
   }
 }
 
+/**
+ * A client hammering with an unknown token (revoked and purged, from another store) writes one line
+ * per token id a minute, with its count; 10,000 ids remembered at most, 100 lines a minute over all.
+ */
+export const UNKNOWN_TOKEN_LOG = { intervalMs: 60_000, maxKeys: 10_000, maxLinesPerInterval: 100 };
+
 /** `extra` adds fields to `extensions`, e.g. `{ field }` for BAD_USER_INPUT (as BadUserInputError carries it). */
 export function graphqlError(reply: FastifyReply, status: number, code: string, message: string, extra: Record<string, string> = {}): FastifyReply {
   return reply.code(status).type('application/json').send({ errors: [{ message, extensions: { code, ...extra } }] });
@@ -54,10 +62,16 @@ export function installAuth(
   tokens: TokensReadModel,
   rateLimitPerMinute: number,
   fence: () => ReadFence,
+  clock: Clock = systemClock,
   graphqlPath = '/graphql',
 ): void {
   const limiter = new RateLimiter(rateLimitPerMinute);
   const logger = new Logger('Auth');
+  // Keyed by the token id the client sent, the one thing an operator can act on ("which client still
+  // uses this token?"). Keying by address would merge every client behind one proxy, and with
+  // trustProxy the address is whatever X-Forwarded-For says, as attacker-chosen as a token id;
+  // against ids that never repeat the line budget per interval is what holds.
+  const unknownTokens = new ThrottledLog(clock, (line) => logger.log(line), UNKNOWN_TOKEN_LOG);
   // The request's context (request-hooks.ts) collects the position it wrote or read to.
   app.addHook('onSend', async (request, reply, payload) => {
     const position = request.batonContext?.position ?? -1n;
@@ -86,14 +100,21 @@ export function installAuth(
         return fence().position;
       });
       check = tokens.check(match[1]);
-      if (check.reason === 'unknown') logger.log(`API token ${match[1].split('_')[1] ?? '?'} not found at position ${at}`);
+      if (check.reason === 'unknown') {
+        const id = match[1].split('_')[1] ?? '?';
+        unknownTokens.note(id, (count, sinceMs) =>
+          sinceMs === null && count === 1
+            ? `API token ${id} not found at position ${at} (its further refusals are counted, and logged at most once a minute)`
+            : `API token ${id} not found at position ${at}; refused ${count} times since ${sinceMs === null ? 'first seen' : `its last line ${Math.round(sinceMs / 1000)} s ago`}`,
+        );
+      }
     }
     const principal = check.principal;
     if (!principal) {
       reply.header('WWW-Authenticate', 'Bearer error="invalid_token"');
       return graphqlError(reply, 401, 'UNAUTHENTICATED', 'unknown or revoked API token');
     }
-    const retryAfter = limiter.take(principal.tokenId);
+    const retryAfter = limiter.take(principal.tokenId, clock.now());
     if (retryAfter > 0) {
       reply.header('Retry-After', String(retryAfter));
       return graphqlError(reply, 429, 'RATE_LIMITED', `rate limit of ${rateLimitPerMinute} requests per minute exceeded; retry after ${retryAfter}s`);
