@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { BatonRequestError, Client } from './client.js';
 import { type TaskDefinition, type WorkflowDefinition, resolveRetryPolicy } from './definitions.js';
 import { toMs } from './duration.js';
+import { jsonStringBytes } from './json-size.js';
 import { NonDeterminismError, NonRetryableError, RetryableError } from './errors.js';
 import {
   DECISION_HISTORY,
@@ -106,10 +107,9 @@ export interface WorkerOptions {
 
 /** About how many bytes an outcome adds to a report's body: its JSON, its large strings escaped once more as GraphQL variables. */
 function reportBytes(report: DecisionReport | TaskReport): number {
-  const r = report as { commands?: string; result?: string; failureMessage?: string; next?: { commands: string } | null; queries?: unknown };
+  const r = report as { commands?: string; result?: string; failureMessage?: string; next?: { commands: string } | null; queries?: string };
   let bytes = 200;
-  for (const text of [r.commands, r.result, r.failureMessage, r.next?.commands]) if (typeof text === 'string') bytes += Buffer.byteLength(JSON.stringify(text));
-  if (r.queries != null) bytes += Buffer.byteLength(JSON.stringify(r.queries));
+  for (const text of [r.commands, r.result, r.failureMessage, r.next?.commands, r.queries]) if (typeof text === 'string') bytes += jsonStringBytes(text);
   return bytes;
 }
 
