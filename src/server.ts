@@ -3,7 +3,7 @@ import { LifecycleService } from './health/lifecycle.service.js';
 import { dirname, join } from 'node:path';
 import { startExamplesWorker } from './examples-worker.js';
 import { createApp } from './app.js';
-import { ConfigError, loadConfig } from './config/config.js';
+import { ConfigError, configWarnings, loadConfig } from './config/config.js';
 import { EVENT_STORE, type EventStore } from './event-store/event-store.port.js';
 import { createToken } from './tokens/create-token.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
@@ -22,6 +22,7 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
   }
   const logger = new Logger('Baton');
   const app = await createApp(config);
+  for (const warning of configWarnings(config)) logger.warn(warning);
   await app.listen(config.port, config.host);
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('0.0.0.0', 'localhost');
   logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind})`);

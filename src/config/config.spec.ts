@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, configWarnings, loadConfig } from './config.js';
 
 describe('loadConfig', () => {
   it('defaults to port 3000, the embedded store and info logs', () => {
@@ -46,5 +46,28 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ RETENTION_DAYS: '-1' })).toThrow(/RETENTION_DAYS="-1": expected a number of days/);
     expect(() => loadConfig({ RETENTION_DAYS: 'week' })).toThrow(/RETENTION_DAYS/);
     expect(() => loadConfig({ SHUTDOWN_DELAY_MS: '30000', SHUTDOWN_GRACE_MS: '10000' })).toThrow(/SHUTDOWN_DELAY_MS=30000 must be less than SHUTDOWN_GRACE_MS=10000/);
+  });
+});
+
+describe('configWarnings', () => {
+  it('has nothing to say about the defaults', () => {
+    expect(configWarnings(loadConfig({}))).toEqual([]);
+  });
+
+  it('warns when one stored decision could not be read back within MAX_RESPONSE_BYTES', () => {
+    const [warning, ...rest] = configWarnings(loadConfig({ MAX_RESPONSE_BYTES: '1048576' }));
+    expect(rest).toEqual([]);
+    expect(warning).toContain('MAX_RESPONSE_BYTES=1048576');
+    expect(warning).toContain('MAX_DECISION_BYTES=983040');
+    expect(warning).toContain('cannot be read back');
+  });
+
+  it('names MAX_PAYLOAD_BYTES when it is the larger one', () => {
+    expect(configWarnings(loadConfig({ MAX_RESPONSE_BYTES: '2097152', MAX_PAYLOAD_BYTES: '2000000' }))[0]).toContain('MAX_PAYLOAD_BYTES=2000000');
+  });
+
+  it('is satisfied by exactly twice the largest value plus the envelope', () => {
+    expect(configWarnings({ maxResponseBytes: 2 * 100_000 + 16 * 1024, maxDecisionBytes: 100_000, maxPayloadBytes: 1_000 })).toEqual([]);
+    expect(configWarnings({ maxResponseBytes: 2 * 100_000 + 16 * 1024 - 1, maxDecisionBytes: 100_000, maxPayloadBytes: 1_000 })).toHaveLength(1);
   });
 });

@@ -179,6 +179,29 @@ export function loadConfig(env: Env = process.env): BatonConfig {
   return config;
 }
 
+/**
+ * Settings that are valid one by one but work against each other; the service starts and logs
+ * each at `warn`. One stored value (a decision's commands, a task's result) must fit an answer on
+ * its own, escaped once more as a string field (up to twice its size): a worker reads a run a
+ * page of at least one event at a time (`decisionHistory`), and `workflowHistory` likewise.
+ */
+export function configWarnings(config: Pick<BatonConfig, 'maxResponseBytes' | 'maxDecisionBytes' | 'maxPayloadBytes'>): string[] {
+  const warnings: string[] = [];
+  const largest = Math.max(config.maxDecisionBytes, config.maxPayloadBytes);
+  const needed = 2 * largest + RESPONSE_ENVELOPE_BYTES;
+  if (config.maxResponseBytes < needed) {
+    const which = config.maxDecisionBytes >= config.maxPayloadBytes ? `MAX_DECISION_BYTES=${config.maxDecisionBytes}` : `MAX_PAYLOAD_BYTES=${config.maxPayloadBytes}`;
+    warnings.push(
+      `MAX_RESPONSE_BYTES=${config.maxResponseBytes} is less than twice ${which} plus ${RESPONSE_ENVELOPE_BYTES} (${needed}): ` +
+        'a stored event that large cannot be read back (a worker replaying its run, workflowHistory), and its workflow stops moving; raise MAX_RESPONSE_BYTES or lower the other',
+    );
+  }
+  return warnings;
+}
+
+/** Room an answer needs besides one escaped event (field names, the other fields of a page). */
+const RESPONSE_ENVELOPE_BYTES = 16 * 1024;
+
 /** Where the durable read models live for a store URL (see `ReadModelDb`). */
 export function readModelPath(eventStoreUrl: string, env: Record<string, string | undefined> = process.env): string {
   const explicit = env.READ_MODEL_PATH?.trim();

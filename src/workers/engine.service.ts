@@ -93,7 +93,7 @@ export class EngineService {
     const deadline = Date.now() + (input.waitMs ?? 20_000);
     const taskNames = input.tasks.map((t) => t.name);
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
-    const budget = this.historyBudget();
+    const budget = this.answerBudget();
     for (;;) {
       if (signal?.aborted) return [];
       const candidates = this.engine.candidates(input.appId, input.environment, input.workflows, taskNames, max, this.claiming);
@@ -120,7 +120,7 @@ export class EngineService {
    * hand it the new workflow's first decision directly (`offerDecision`). Resolves with that
    * claim when one was handed over.
    */
-  private async park(input: PollWorkInput, policies: Policies, budget: HistoryBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
+  private async park(input: PollWorkInput, policies: Policies, budget: AnswerBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
     const scope = `${input.appId}\u0000${input.environment}`;
     const handoff = new AbortController();
     const poll: ParkedPoll = { input, policies, budget, names: new Set(input.workflows.map(baseName)), signal, wake: () => handoff.abort() };
@@ -168,11 +168,11 @@ export class EngineService {
     candidate: Candidate,
     policies: Map<string, { retry: RetryPolicy; timeoutMs: number | null }>,
     options: RunOptions = {},
-    budget: HistoryBudget = this.historyBudget(),
+    budget: AnswerBudget = this.answerBudget(),
   ): Promise<WorkItem | null> {
     this.claiming.add(candidate.ref);
     try {
-      return candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref, options, budget) : await this.claimTask(input, candidate.ref, policies, options);
+      return candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref, options, budget) : await this.claimTask(input, candidate.ref, policies, options, budget);
     } catch (error) {
       if (error instanceof ConflictError || error instanceof NotFoundError) return null;
       throw error;
@@ -181,12 +181,13 @@ export class EngineService {
     }
   }
 
-  /** What one answer may spend on decision histories: half the response limit (its other fields have the rest). */
-  private historyBudget(): HistoryBudget {
-    return { left: Math.floor(this.config.maxResponseBytes / 2) };
+  /** What one answer may spend on decision histories and task arguments: half the response limit (its other fields have the rest). */
+  private answerBudget(): AnswerBudget {
+    const total = Math.floor(this.config.maxResponseBytes / 2);
+    return { left: total, total };
   }
 
-  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions, budget: HistoryBudget): Promise<WorkItem | null> {
+  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions, budget: AnswerBudget): Promise<WorkItem | null> {
     const workflowId = ref.slice(3);
     const decisionId = uuidv7();
     const now = this.clock.now();
@@ -283,7 +284,7 @@ export class EngineService {
    * costs what it carries, however long the run.
    */
   private async historyPage(workflowId: string, from: bigint, to: bigint): Promise<string> {
-    const { parts } = await this.readRunWithin(workflowId, from, to, this.historyBudget().left);
+    const { parts } = await this.readRunWithin(workflowId, from, to, this.answerBudget().left);
     return `[${parts.join(',')}]`;
   }
 
@@ -329,46 +330,69 @@ export class EngineService {
     input: PollWorkInput,
     ref: string,
     policies: Map<string, { retry: RetryPolicy; timeoutMs: number | null }>,
-    options: RunOptions = {},
+    options: RunOptions,
+    budget: AnswerBudget,
   ): Promise<WorkItem> {
     const parsed = parseRef(ref);
     const attemptId = uuidv7();
     const now = this.clock.now();
     const base = { attemptId, workerId: input.workerId, now, leaseMs: this.config.leaseMs };
-    if (parsed?.kind === 'workflowTask') {
-      const result = await this.write(
-        `workflow-${parsed.workflowId}`,
-        workflowDecider,
-        (state) => {
-          inScope(state, input, ref);
-          const name = state.status === 'none' ? '' : (state.tasks.get(parsed.seq)?.name ?? '');
-          const policy = policies.get(name) ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
-          return { type: 'StartTask' as const, seq: parsed.seq, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
-        },
-        workerContext(input),
-        options,
-      );
-      const state = result.state;
-      if (state.status === 'none') throw new NotFoundError('workflow', parsed.workflowId);
-      const task = state.tasks.get(parsed.seq)!;
-      const started = result.events[0].data as WorkflowEventData['TaskStarted'];
-      return this.taskItem(ref, parsed.workflowId, null, task.name, task.args, started);
-    }
-    if (parsed?.kind === 'task') {
-      const result = await this.write(
-        `task-${parsed.taskId}`,
-        taskDecider,
-        (state) => {
-          inScope(state, input, ref);
-          const policy = policies.get(state.status === 'none' ? '' : state.name) ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
-          return { type: 'StartTask' as const, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
-        },
-        workerContext(input),
-        options,
-      );
-      if (result.state.status === 'none') throw new NotFoundError('task', parsed.taskId);
-      const started = result.events[0].data as WorkflowEventData['TaskStarted'];
-      return this.taskItem(ref, null, parsed.taskId, result.state.name, result.state.args, started);
+    // The task's arguments take room in the answer: reserved when the claim is decided (a second
+    // decision after a conflict gives the first one's back), given back if the claim fails. A claim
+    // the answer has no room for is not made; the task stays claimable for the next poll.
+    let text = '';
+    let reserved = 0;
+    const reserve = (args: Json[]) => {
+      budget.left += reserved;
+      text = JSON.stringify(args);
+      reserved = answerBytes(text);
+      if (reserved > budget.left && budget.left < budget.total) {
+        reserved = 0;
+        throw new ConflictError('no room left in this answer');
+      }
+      budget.left -= reserved;
+    };
+    try {
+      if (parsed?.kind === 'workflowTask') {
+        const result = await this.write(
+          `workflow-${parsed.workflowId}`,
+          workflowDecider,
+          (state) => {
+            inScope(state, input, ref);
+            const task = state.status === 'none' ? undefined : state.tasks.get(parsed.seq);
+            const policy = policies.get(task?.name ?? '') ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
+            if (task) reserve(task.args);
+            return { type: 'StartTask' as const, seq: parsed.seq, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
+          },
+          workerContext(input),
+          options,
+        );
+        const state = result.state;
+        if (state.status === 'none') throw new NotFoundError('workflow', parsed.workflowId);
+        const task = state.tasks.get(parsed.seq)!;
+        const started = result.events[0].data as WorkflowEventData['TaskStarted'];
+        return this.taskItem(ref, parsed.workflowId, null, task.name, text, started);
+      }
+      if (parsed?.kind === 'task') {
+        const result = await this.write(
+          `task-${parsed.taskId}`,
+          taskDecider,
+          (state) => {
+            inScope(state, input, ref);
+            const policy = policies.get(state.status === 'none' ? '' : state.name) ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
+            if (state.status !== 'none') reserve(state.args);
+            return { type: 'StartTask' as const, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
+          },
+          workerContext(input),
+          options,
+        );
+        if (result.state.status === 'none') throw new NotFoundError('task', parsed.taskId);
+        const started = result.events[0].data as WorkflowEventData['TaskStarted'];
+        return this.taskItem(ref, null, parsed.taskId, result.state.name, text, started);
+      }
+    } catch (error) {
+      budget.left += reserved;
+      throw error;
     }
     throw new NotFoundError('work item', ref);
   }
@@ -378,7 +402,7 @@ export class EngineService {
     workflowId: string | null,
     taskId: string | null,
     name: string,
-    args: Json[],
+    input: string,
     started: { attemptId: string; attempt: number; leaseExpiresAt: string },
   ): WorkItem {
     return {
@@ -391,7 +415,7 @@ export class EngineService {
       decisionId: null,
       attemptId: started.attemptId,
       attempt: started.attempt,
-      input: JSON.stringify(args),
+      input,
       history: null,
       historyFrom: null,
       runFrom: null,
@@ -428,7 +452,7 @@ export class EngineService {
     const policies = new Map(claim.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
-    const budget = this.historyBudget();
+    const budget = this.answerBudget();
     const take = (candidate: Candidate) => {
       if (claims.length >= claim.maxItems || this.claiming.has(candidate.ref)) return;
       claims.push(this.claim(as, candidate, policies, { opportunistic: true }, budget));
@@ -626,9 +650,11 @@ const SMALL_RUN_BYTES = 64 * 1024;
 /** Events read at a time while filling a claim's history or a page of `decisionHistory`. */
 const HISTORY_READ_CHUNK = 64;
 
-/** Bytes an answer's history budget has left; the claims of one answer share it. */
-interface HistoryBudget {
+/** Room left in one answer for the claims' histories and task arguments; the claims of one answer share it. */
+interface AnswerBudget {
   left: number;
+  /** What it started with: the first task of an answer always goes, however large its arguments. */
+  total: number;
 }
 
 /**
@@ -647,7 +673,7 @@ interface ParkedPoll {
   input: PollWorkInput;
   policies: Policies;
   /** What its answer may still spend on histories. */
-  budget: HistoryBudget;
+  budget: AnswerBudget;
   /** Base names of the workflows it serves. */
   names: Set<string>;
   signal?: AbortSignal;

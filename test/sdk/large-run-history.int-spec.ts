@@ -26,6 +26,14 @@ const sequential = defineWorkflow('Sequential', async (ctx, n: number) => {
   await ctx.waitForEvent('go');
   return total;
 });
+/** A task with large arguments: it answers their length. */
+const measure = defineTask('measure', (_ctx, text: string) => text.length);
+/** `n` tasks at once, each with 10 KB of arguments. */
+const wideArgs = defineWorkflow('WideArgs', async (ctx, n: number) => {
+  const lengths = await Promise.all(Array.from({ length: n }, (_, i) => ctx.run(measure, `${i}:`.padEnd(10_000, 'y'))));
+  return lengths.reduce((sum, l) => sum + l, 0);
+});
+
 /** Tasks that finish once the test opens the gate. */
 let openGate: () => void = () => {};
 let gate = new Promise<void>((resolve) => (openGate = resolve));
@@ -42,14 +50,15 @@ const parallel = defineWorkflow('Parallel', async (ctx, n: number) => {
 let service: Service;
 let client: Client;
 beforeAll(async () => {
-  service = await startService({ env: { MAX_RESPONSE_BYTES: String(RESPONSE_LIMIT) } });
+  // Every stored value still fits an answer on its own (configWarnings): a decision's commands up to 120,000 bytes.
+  service = await startService({ env: { MAX_RESPONSE_BYTES: String(RESPONSE_LIMIT), MAX_DECISION_BYTES: '120000', MAX_PAYLOAD_BYTES: '32768' } });
   client = new Client({ url: service.url, token: service.token });
 });
 afterAll(() => service?.stop());
 
 /** A worker whose answers' sizes and errors are recorded, and whose decisionHistory requests are counted. */
 function recordingWorker(environment: string) {
-  const worker = new Worker({ url: service.url, token: service.token, appId: APP, environment, tasks: [big, gated], workflows: [sequential, parallel], logger: quiet, pollWaitMs: 1_000, concurrency: 100 });
+  const worker = new Worker({ url: service.url, token: service.token, appId: APP, environment, tasks: [big, gated, measure], workflows: [sequential, parallel, wideArgs], logger: quiet, pollWaitMs: 1_000, concurrency: 100 });
   const seen = { pages: 0, errors: [] as string[] };
   const inner = (worker as unknown as { client: { request: (query: string, ...rest: unknown[]) => Promise<unknown> } }).client;
   const request = inner.request.bind(inner);
@@ -147,5 +156,17 @@ describe('a run larger than the response limit', () => {
     const types = (await history(environment, id)).map((e) => e.type);
     expect(types.filter((t) => t === 'DecisionStarted')).toHaveLength(2);
     expect(types.filter((t) => t === 'DecisionFailed' || t === 'DecisionTimedOut')).toEqual([]);
+  }, 120_000);
+
+  it('hands a worker with 100 free slots 40 tasks of 10 KB arguments (400 KB) over several answers, each within the limit', async () => {
+    const environment = 'large-args';
+    // Four decisions of 10 tasks (100 KB each): their tasks are claimed together, in the answer to the report of the decisions.
+    const ids = await Promise.all([0, 1, 2, 3].map(() => client.dispatchWorkflow({ appId: APP, environment, name: 'WideArgs', input: [10] })));
+    const { worker, seen } = recordingWorker(environment);
+    const results = await runUntil(worker, () => Promise.all(ids.map((id) => client.awaitWorkflow(APP, environment, id, { timeoutMs: 60_000 }))));
+    for (const result of results) expect(result).toMatchObject({ state: 'COMPLETED', output: String(10 * 10_000) });
+    expect(seen.errors).toEqual([]);
+    // Every task ran once: none lost its lease in an answer the service refused.
+    for (const id of ids) expect((await history(environment, id)).filter((e) => e.type === 'TaskStarted')).toHaveLength(10);
   }, 120_000);
 });
