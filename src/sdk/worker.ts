@@ -107,9 +107,18 @@ export interface WorkerOptions {
 
 /** About how many bytes an outcome adds to a report's body: its JSON, its large strings escaped once more as GraphQL variables. */
 function reportBytes(report: DecisionReport | TaskReport): number {
-  const r = report as { commands?: string; result?: string; failureMessage?: string; next?: { commands: string } | null; queries?: string };
+  const r = report as {
+    commands?: string;
+    result?: string;
+    failureMessage?: string;
+    error?: { message?: string; name?: string } | null;
+    next?: { commands: string; queries?: string } | null;
+    queries?: string;
+  };
   let bytes = 200;
-  for (const text of [r.commands, r.result, r.failureMessage, r.next?.commands, r.queries]) if (typeof text === 'string') bytes += jsonStringBytes(text);
+  for (const text of [r.commands, r.result, r.failureMessage, r.error?.message, r.error?.name, r.next?.commands, r.next?.queries, r.queries]) {
+    if (typeof text === 'string') bytes += jsonStringBytes(text);
+  }
   return bytes;
 }
 

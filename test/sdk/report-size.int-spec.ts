@@ -7,7 +7,7 @@
  * failed (`DECISION_REJECTED`). A real service with a 128 KiB body limit and an in-process worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
+import { Client, NonRetryableError, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
 import { type Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -22,6 +22,15 @@ const fanOut = defineWorkflow('FanOut', async (ctx, n: number) => {
   return n;
 });
 
+/** A task failing with a 16 KB message (the most the service keeps), and a workflow running `n` of them at once and counting the failures. */
+const failing = defineTask('failing', (_ctx, i: number) => {
+  throw new NonRetryableError(`${i}:`.padEnd(16_000, 'e'));
+});
+const manyFailures = defineWorkflow('ManyFailures', async (ctx, n: number) => {
+  const outcomes = await Promise.all(Array.from({ length: n }, (_, i) => ctx.run(failing, i).then(() => 'ok', () => 'failed')));
+  return outcomes.filter((o) => o === 'failed').length;
+});
+
 let service: Service;
 let client: Client;
 beforeAll(async () => {
@@ -31,14 +40,19 @@ beforeAll(async () => {
 afterAll(() => service?.stop());
 
 /** A worker whose reportWork request bodies (bytes) and answers' HTTP statuses are recorded. */
-function recordingWorker(environment: string, options: { maxReportBytes?: number } = {}) {
-  const worker = new Worker({ url: service.url, token: service.token, appId: APP, environment, tasks: [noop], workflows: [fanOut], logger: quiet, ...options });
-  const reports: Array<{ bytes: number; decisions: number; status: number }> = [];
-  const inner = (worker as unknown as { client: { request: (query: string, variables: { input?: { decisions?: unknown[] } }, ...rest: unknown[]) => Promise<unknown> } }).client;
+function recordingWorker(environment: string, options: { maxReportBytes?: number; concurrency?: number } = {}) {
+  const worker = new Worker({ url: service.url, token: service.token, appId: APP, environment, tasks: [noop, failing], workflows: [fanOut, manyFailures], logger: quiet, ...options });
+  const reports: Array<{ bytes: number; decisions: number; tasks: number; status: number }> = [];
+  const inner = (worker as unknown as { client: { request: (query: string, variables: { input?: { decisions?: unknown[]; tasks?: unknown[] } }, ...rest: unknown[]) => Promise<unknown> } }).client;
   const request = inner.request.bind(inner);
   inner.request = async (query, variables, ...rest) => {
     if (!query.includes('reportWork')) return request(query, variables, ...rest);
-    const entry = { bytes: Buffer.byteLength(JSON.stringify({ query, variables })), decisions: variables.input?.decisions?.length ?? 0, status: 200 };
+    const entry = {
+      bytes: Buffer.byteLength(JSON.stringify({ query, variables })),
+      decisions: variables.input?.decisions?.length ?? 0,
+      tasks: (variables.input as { tasks?: unknown[] } | undefined)?.tasks?.length ?? 0,
+      status: 200,
+    };
     reports.push(entry);
     try {
       return await request(query, variables, ...rest);
@@ -102,6 +116,21 @@ describe('a worker reporting decisions larger together than the service takes', 
       );
       expect(failed.data).toMatchObject({ code: 'DECISION_REJECTED', message: expect.stringContaining('BODY_LIMIT_BYTES') });
       expect(reports.filter((r) => r.status === 413 && r.decisions === 1).length).toBeGreaterThan(0);
+    } finally {
+      await worker.shutdown();
+      await running;
+    }
+  }, 90_000);
+
+  it('counts task errors in maxReportBytes: 40 failures of 16 KB messages go in reports the service takes', async () => {
+    const environment = 'report-errors';
+    const [id] = await Promise.all([client.dispatchWorkflow({ appId: APP, environment, name: 'ManyFailures', input: [40] })]);
+    const { worker, reports } = recordingWorker(environment, { maxReportBytes: 100_000, concurrency: 100 });
+    const running = worker.run();
+    try {
+      expect(await client.awaitWorkflow(APP, environment, id, { timeoutMs: 30_000 })).toMatchObject({ state: 'COMPLETED', output: '40' });
+      expect(reports.filter((r) => r.status === 413)).toEqual([]);
+      expect(reports.filter((r) => r.tasks > 0).every((r) => r.bytes <= 100_000 + 20_000)).toBe(true);
     } finally {
       await worker.shutdown();
       await running;
