@@ -442,7 +442,9 @@ export class Client {
    *
    * Without `first`, answers every event from `fromRevision` (default 0) to the end, reading the
    * history in pages of 1,000 events (one request each) until a page comes back short; events
-   * appended while it reads may be included. With `first`, answers one page: at most `first`
+   * appended while it reads may be included. A page the service cannot answer within its
+   * response limit (`PAYLOAD_TOO_LARGE`: large results) is asked for again half as long, down to
+   * one event a request. With `first`, answers one page: at most `first`
    * events (1 to 10,000) from `fromRevision`, in one request; page on with
    * `fromRevision: lastEvent.revision + 1` until fewer than `first` come back.
    * @param options - `fromRevision`: first revision to answer (default 0); `first`: answer this one
@@ -473,10 +475,21 @@ export class Client {
     const from = options.fromRevision ?? 0;
     if (options.first !== undefined) return page(from, options.first);
     const events: Array<{ revision: number; type: string; data: unknown; recordedAt: string }> = [];
-    for (let next = from; ; ) {
-      const batch = await page(next, HISTORY_PAGE);
+    for (let next = from, size = HISTORY_PAGE; ; ) {
+      let batch;
+      try {
+        batch = await page(next, size);
+      } catch (error) {
+        // Large events (big task results): a page the service cannot answer within its response
+        // limit is asked for again, half as long, and the rest is read in pages of that length.
+        if (error instanceof BatonRequestError && error.code === 'PAYLOAD_TOO_LARGE' && size > 1) {
+          size = Math.ceil(size / 2);
+          continue;
+        }
+        throw error;
+      }
       for (const event of batch) events.push(event);
-      if (batch.length < HISTORY_PAGE) return events;
+      if (batch.length < size) return events;
       next = batch[batch.length - 1].revision + 1;
     }
   }

@@ -121,6 +121,11 @@ describe('a run larger than the response limit', () => {
     // The run came in pages, each within the limit; no answer was refused.
     expect(seen.pages).toBeGreaterThan(1);
     expect(seen.errors).toEqual([]);
+    // The client reads the whole history too: its default page of 1,000 events is over the limit here, so it asks for shorter ones.
+    const whole = await client.workflowHistory(APP, environment, id);
+    expect(whole.map((e) => e.revision)).toEqual(whole.map((_, i) => i));
+    expect(whole.filter((e) => e.type === 'TaskCompleted')).toHaveLength(40);
+    expect(whole[whole.length - 1].type).toBe('WorkflowCompleted');
   }, 120_000);
 
   it('reaches a new worker for several runs claimed in one poll, each fitting an answer alone but not together', async () => {
