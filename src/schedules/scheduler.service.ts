@@ -7,7 +7,7 @@ import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 import { ScheduleDispatcher } from './schedule-dispatcher.js';
 import { scheduleDecider } from './domain/schedule.decider.js';
 import { Scheduler } from './scheduler.js';
-import { SchedulesReadModel } from './schedules.read-model.js';
+import { SchedulesReadModel, SchedulesTable } from './schedules.read-model.js';
 
 /**
  * Fires this instance's schedules: the plain `Scheduler` wired to the store, the injected clock,
@@ -22,6 +22,7 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
 
   constructor(
     model: SchedulesReadModel,
+    table: SchedulesTable,
     workflows: WorkflowsReadModel,
     dispatcher: ScheduleDispatcher,
     runner: DeciderRunner,
@@ -30,9 +31,11 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
   ) {
     // A schedule's stream grows by an event per firing and has no reset point: a cold load (after a
     // restart, or once the stream cache dropped it) starts from the state the schedules read model
-    // holds and reads only what followed, not every firing since the schedule was created.
+    // holds and reads only what followed, not every firing since the schedule was created. A deleted
+    // schedule is no longer in memory: its row in `rm_schedules` is the snapshot.
     runner.queues.useSnapshots(scheduleDecider, (streamId) => {
-      const view = model.getById(streamId.slice('schedule-'.length));
+      const id = streamId.slice('schedule-'.length);
+      const view = model.getById(id) ?? table.getById(id);
       return view && { state: view.state, revision: view.revision };
     });
     this.scheduler = new Scheduler({

@@ -278,9 +278,9 @@ export class Scheduler {
     // Whatever happens, look again only after a while: the log may simply not show the dispatch yet.
     this.notBefore.set(key, now + this.recoverAfterMs);
     const entry = this.deps.model.awaitingFor(dispatchId);
-    const view = entry && this.deps.model.getById(entry.scheduleId);
-    if (!entry || !view) return;
-    const { spec } = view.state;
+    if (!entry) return;
+    // The occurrence was fired: it is dispatched even if its schedule was deleted since.
+    const { spec } = entry;
     try {
       await this.deps.dispatch(spec, dispatchId, {
         actor: `schedule:${spec.scheduleId}`,

@@ -2,8 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { IEventHandler } from '@nestjs/cqrs';
 import { RecordedEvent } from '../event-store/event-store.port.js';
 import { DurableProjection, Projection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
+import { type Candidate, type ListPlan, pagePlanned, prepareIndexed } from '../event-store/list-query.js';
 import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
-import { ExistingSchedule, SCHEDULE_EVENT_TYPES, ScheduleEvent, ScheduleEventData, ScheduleStatus, nextFireAt, scheduleDecider } from './domain/schedule.decider.js';
+import type { Page } from '../graphql/common.types.js';
+import { ExistingSchedule, SCHEDULE_EVENT_TYPES, ScheduleEvent, ScheduleEventData, ScheduleSpec, ScheduleStatus, nextFireAt, scheduleDecider } from './domain/schedule.decider.js';
 
 export interface ScheduleView {
   id: string;
@@ -26,6 +28,8 @@ export interface AwaitingDispatch {
   scheduleId: string;
   dispatchId: string;
   firedAt: number;
+  /** What to dispatch: kept here, as the schedule may be deleted (and forgotten by memory) before its dispatch is in the log. */
+  spec: ScheduleSpec;
 }
 
 export type ScheduleChange =
@@ -43,18 +47,26 @@ export const SCHEDULES_PROJECTION_EVENT_TYPES = [
   'WorkflowTerminated',
 ] as const;
 
-const scope = (appId: string, environment: string) => `${appId}\u0000${environment}`;
+/** The dispatch id of a `TaskDispatched` / `WorkflowDispatched` a schedule caused (null: not a schedule's). */
+function scheduledDispatch(recorded: RecordedEvent): { scheduleId: string; dispatchId: string } | null {
+  const data = recorded.data as { scheduleId?: string | null };
+  if (!data.scheduleId) return null;
+  return { scheduleId: data.scheduleId, dispatchId: recorded.streamId.slice(recorded.streamId.indexOf('-') + 1) };
+}
 
 /**
- * Every schedule of the log, folded with the decider's own `evolve`, plus what the scheduler
- * needs besides: which fired occurrences still wait for their dispatch (to redo it after a crash)
- * and which workflow each schedule dispatched last (to wake BUFFER_ONE when it ends). Plain
- * class: the Nest projection below feeds it, and so do the scheduler's specs.
+ * What the scheduler needs of the schedules, in memory: the schedules that can still fire
+ * (active or paused), folded with the decider's own `evolve`, which fired occurrences still
+ * wait for their dispatch (to redo it after a crash, deleted schedules' too) and which workflow
+ * each schedule dispatched last (to wake BUFFER_ONE when it ends). A deleted schedule leaves
+ * memory with its `ScheduleDeleted`: it never fires again, and the API reads it from
+ * `rm_schedules` (`SchedulesTable`), so memory grows with the schedules that can fire, not with
+ * every schedule ever created. Plain class: the Nest projection below feeds it, and so do the
+ * scheduler's specs.
  */
 @Injectable()
 export class SchedulesReadModel {
   private readonly byId = new Map<string, ScheduleView>();
-  private readonly byScope = new Map<string, ScheduleView[]>();
   private readonly awaitingDispatch = new Map<string, AwaitingDispatch>();
   private readonly lastDispatchOf = new Map<string, string>();
   private readonly nextCache = new Map<string, { cursor: number; status: ScheduleStatus; at: number | null }>();
@@ -64,24 +76,20 @@ export class SchedulesReadModel {
     this.listeners.push(listener);
   }
 
+  /** A schedule that can still fire (active or paused) of that app and environment. */
   get(appId: string, environment: string, id: string): ScheduleView | undefined {
     const view = this.byId.get(id);
     return view && view.state.spec.appId === appId && view.state.spec.environment === environment ? view : undefined;
   }
 
+  /** A schedule that can still fire (active or paused); deleted ones are in `SchedulesTable` only. */
   getById(id: string): ScheduleView | undefined {
     return this.byId.get(id);
   }
 
+  /** The schedules that can still fire (active or paused). */
   all(): IterableIterator<ScheduleView> {
     return this.byId.values();
-  }
-
-  /** Schedules of an app and environment, in creation order. */
-  list(filter: ScheduleFilter): ScheduleView[] {
-    return (this.byScope.get(scope(filter.appId, filter.environment)) ?? []).filter(
-      (v) => (filter.name == null || v.state.spec.name === filter.name) && (filter.status == null || v.state.status === filter.status),
-    );
   }
 
   awaiting(): IterableIterator<AwaitingDispatch> {
@@ -92,9 +100,15 @@ export class SchedulesReadModel {
     return this.awaitingDispatch.get(dispatchId);
   }
 
-  /** Next cron occurrence of an active schedule (cached until its cursor or status moves). */
+  /**
+   * Next cron occurrence of an active schedule (null when paused or deleted). Cached until its
+   * cursor or status moves, for the schedules held here only: a view read from `rm_schedules`
+   * (a list, a deleted schedule) leaves nothing behind.
+   */
   nextFireAt(view: ScheduleView): number | null {
     const { cursor, status } = view.state;
+    if (status !== 'active') return null;
+    if (!this.byId.has(view.id)) return nextFireAt(view.state);
     const cached = this.nextCache.get(view.id);
     if (cached && cached.cursor === cursor && cached.status === status) return cached.at;
     const at = nextFireAt(view.state);
@@ -106,16 +120,19 @@ export class SchedulesReadModel {
     return this.byId.size;
   }
 
+  /** How many entries each of its maps holds (memory diagnostics and specs). */
+  get held(): { schedules: number; awaiting: number; running: number; nextFireAt: number } {
+    return { schedules: this.byId.size, awaiting: this.awaitingDispatch.size, running: this.lastDispatchOf.size, nextFireAt: this.nextCache.size };
+  }
+
   apply(recorded: RecordedEvent): void {
     const { streamId, type } = recorded;
     if (streamId.startsWith('schedule-')) return this.applySchedule(streamId.slice('schedule-'.length), recorded);
     switch (type) {
       case 'TaskDispatched':
       case 'WorkflowDispatched': {
-        const data = recorded.data as { scheduleId?: string | null };
-        if (!data.scheduleId) return;
-        const id = streamId.slice(streamId.indexOf('-') + 1);
-        if (this.awaitingDispatch.delete(id)) this.emit({ kind: 'awaiting', dispatchId: id });
+        const dispatched = scheduledDispatch(recorded);
+        if (dispatched && this.awaitingDispatch.delete(dispatched.dispatchId)) this.emit({ kind: 'awaiting', dispatchId: dispatched.dispatchId });
         return;
       }
       case 'WorkflowCompleted':
@@ -132,14 +149,14 @@ export class SchedulesReadModel {
     }
   }
 
-  /** Puts back a schedule as `rm_schedules` kept it (at start, instead of a replay). */
+  /**
+   * Puts back what `rm_schedules` kept of a schedule (at start, instead of a replay): the schedule
+   * itself unless it is deleted, and its last dispatch when it is still awaited or still running.
+   */
   restore(view: ScheduleView, awaiting: AwaitingDispatch | null, running: string | null): void {
-    this.byId.set(view.id, view);
-    const key = scope(view.state.spec.appId, view.state.spec.environment);
-    const list = this.byScope.get(key);
-    if (list) list.push(view);
-    else this.byScope.set(key, [view]);
     if (awaiting) this.awaitingDispatch.set(awaiting.dispatchId, awaiting);
+    if (view.state.status === 'deleted') return;
+    this.byId.set(view.id, view);
     if (running) this.lastDispatchOf.set(running, view.id);
   }
 
@@ -148,14 +165,12 @@ export class SchedulesReadModel {
     let view = this.byId.get(id);
     if (view && recorded.revision <= view.revision) return;
     if (!view) {
+      // A schedule not held is new, or deleted (then nothing but its creation, replayed, can come:
+      // the replay goes on to its deletion, which forgets it again).
       if (event.type !== 'ScheduleCreated') return;
       const state = scheduleDecider.evolve(scheduleDecider.initialState(), event) as ExistingSchedule;
       view = { id, state, revision: recorded.revision, createdAt: recorded.recordedAt, updatedAt: recorded.recordedAt };
       this.byId.set(id, view);
-      const key = scope(state.spec.appId, state.spec.environment);
-      const list = this.byScope.get(key);
-      if (list) list.push(view);
-      else this.byScope.set(key, [view]);
     } else {
       const before = view.state;
       view.state = scheduleDecider.evolve(before, event) as ExistingSchedule;
@@ -164,13 +179,22 @@ export class SchedulesReadModel {
       if (event.type === 'ScheduleFired' || event.type === 'ScheduleTriggered') {
         const { dispatchId } = event.data as ScheduleEventData['ScheduleFired'];
         const firedAt = Date.parse(event.type === 'ScheduleFired' ? event.data.firedAt : event.data.triggeredAt);
-        this.awaitingDispatch.set(dispatchId, { scheduleId: id, dispatchId, firedAt });
+        this.awaitingDispatch.set(dispatchId, { scheduleId: id, dispatchId, firedAt, spec: view.state.spec });
         if (before.lastDispatchId !== null) this.lastDispatchOf.delete(before.lastDispatchId);
         if (view.state.spec.kind === 'workflow') this.lastDispatchOf.set(dispatchId, id);
         this.emit({ kind: 'awaiting', dispatchId });
       }
+      if (view.state.status === 'deleted') this.forget(view);
     }
     this.emit({ kind: 'schedule', scheduleId: id });
+  }
+
+  /** A deleted schedule leaves memory; a fired occurrence of it still awaiting its dispatch stays (`awaitingDispatch`). */
+  private forget(view: ScheduleView): void {
+    this.byId.delete(view.id);
+    this.nextCache.delete(view.id);
+    const last = view.state.lastDispatchId;
+    if (last !== null && this.lastDispatchOf.get(last) === view.id) this.lastDispatchOf.delete(last);
   }
 
   private emit(change: ScheduleChange): void {
@@ -180,35 +204,84 @@ export class SchedulesReadModel {
 
 interface ScheduleRow {
   id: string;
+  seq: number;
   revision: number;
   state: string;
   created_at: number;
   updated_at: number;
-  dispatched: number;
-  finished: number;
 }
+
+/** What start-up loads: a row, whether its last dispatch is still awaited, and whether that workflow has ended. */
+type KeptRow = ScheduleRow & { pending_dispatch: string | null; finished: number };
+
+const toView = (row: ScheduleRow): ScheduleView => ({
+  id: row.id,
+  state: JSON.parse(row.state) as ExistingSchedule,
+  revision: BigInt(row.revision),
+  createdAt: new Date(row.created_at),
+  updatedAt: new Date(row.updated_at),
+});
+
 
 /**
  * Schedules in `rm_schedules`: each row the decider state folded so far (written in the
- * ProjectionRunner's batch transaction). Schedules are few, so the scheduler keeps them in
- * memory as well (`SchedulesReadModel`), loaded from these rows at start.
+ * ProjectionRunner's batch transaction), with the columns its lists filter on (app, environment,
+ * name, status; indexes ending in `seq`, creation order) and `pending_dispatch`, the last
+ * dispatch a firing or trigger decided whose `TaskDispatched`/`WorkflowDispatched` is not in the
+ * log yet. The API reads schedules here, deleted ones included; the scheduler keeps in memory
+ * only those that can fire (`SchedulesReadModel`), loaded from these rows at start through a
+ * partial index that holds no deleted schedule once its last dispatch is in the log.
  */
-@ReadModel(SCHEDULE_EVENT_TYPES)
+@ReadModel([...SCHEDULE_EVENT_TYPES, 'TaskDispatched', 'WorkflowDispatched'])
 export class SchedulesTable implements DurableProjection {
   private stmt!: ReturnType<SchedulesTable['prepare']>;
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
   migrate(): void {
-    this.rm.db.exec(`
+    const db = this.rm.db;
+    db.exec(`
       CREATE TABLE IF NOT EXISTS rm_schedules (
-        id         TEXT PRIMARY KEY,
-        seq        INTEGER NOT NULL,
-        revision   INTEGER NOT NULL,
-        state      TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
+        id               TEXT PRIMARY KEY,
+        seq              INTEGER NOT NULL,
+        revision         INTEGER NOT NULL,
+        state            TEXT NOT NULL,
+        created_at       INTEGER NOT NULL,
+        updated_at       INTEGER NOT NULL,
+        app_id           TEXT NOT NULL DEFAULT '',
+        environment      TEXT NOT NULL DEFAULT '',
+        name             TEXT NOT NULL DEFAULT '',
+        status           TEXT NOT NULL DEFAULT '',
+        pending_dispatch TEXT
       );
+    `);
+    // Tables written before the columns: filled in once from each row's state (a pass over the
+    // schedules, never over the log), in one write transaction so that instances starting together
+    // on one file do it once.
+    db.transaction(() => {
+      const columns = db.prepare<[], { name: string }>('PRAGMA table_info(rm_schedules)').all();
+      if (columns.some((c) => c.name === 'pending_dispatch')) return;
+      for (const column of ['app_id', 'environment', 'name', 'status']) db.exec(`ALTER TABLE rm_schedules ADD COLUMN ${column} TEXT NOT NULL DEFAULT ''`);
+      db.exec('ALTER TABLE rm_schedules ADD COLUMN pending_dispatch TEXT');
+      db.exec(`
+        UPDATE rm_schedules SET
+          app_id = json_extract(state, '$.spec.appId'),
+          environment = json_extract(state, '$.spec.environment'),
+          name = json_extract(state, '$.spec.name'),
+          status = json_extract(state, '$.status')`);
+      // Before, start-up judged a last dispatch done when its workflow or task had a row.
+      const has = (table: string) => db.prepare('SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?').get('table', table) !== undefined;
+      const done = ['rm_workflows', 'rm_tasks'].filter(has).map((table) => `SELECT 1 FROM ${table} WHERE id = json_extract(rm_schedules.state, '$.lastDispatchId')`);
+      db.exec(`
+        UPDATE rm_schedules SET pending_dispatch = json_extract(state, '$.lastDispatchId')
+        WHERE json_extract(state, '$.lastDispatchId') IS NOT NULL${done.map((q) => ` AND NOT EXISTS (${q})`).join('')}`);
+    }).immediate();
+    db.exec(`
+      CREATE INDEX IF NOT EXISTS rm_schedules_scope ON rm_schedules (app_id, environment, seq);
+      CREATE INDEX IF NOT EXISTS rm_schedules_name ON rm_schedules (app_id, environment, name, seq);
+      CREATE INDEX IF NOT EXISTS rm_schedules_state ON rm_schedules (app_id, environment, status, seq);
+      -- What start-up loads (kept()): the schedules that can fire, and deleted ones whose last dispatch is not in the log.
+      CREATE INDEX IF NOT EXISTS rm_schedules_kept ON rm_schedules (seq) WHERE status != 'deleted' OR pending_dispatch IS NOT NULL;
     `);
     this.stmt = this.prepare();
   }
@@ -216,53 +289,110 @@ export class SchedulesTable implements DurableProjection {
   private prepare() {
     const db = this.rm.db;
     return {
-      get: db.prepare<[string], { revision: number; state: string }>('SELECT revision, state FROM rm_schedules WHERE id = ?'),
-      insert: db.prepare<[string, number, number, string, number, number]>(
-        'INSERT OR IGNORE INTO rm_schedules (id, seq, revision, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+      get: db.prepare<[string], ScheduleRow & { status: string; pending_dispatch: string | null }>(
+        'SELECT id, seq, revision, state, created_at, updated_at, status, pending_dispatch FROM rm_schedules WHERE id = ?',
       ),
-      update: db.prepare<[number, string, number, string]>('UPDATE rm_schedules SET revision = ?, state = ?, updated_at = ? WHERE id = ?'),
-      // Whether the last dispatch is in the log yet, and whether that workflow has ended.
-      all: db.prepare<[], ScheduleRow>(`
-        SELECT s.id, s.revision, s.state, s.created_at, s.updated_at,
-          (w.id IS NOT NULL OR t.id IS NOT NULL) AS dispatched,
-          coalesce(w.status IN ('completed', 'failed', 'terminated'), 0) AS finished
-        FROM rm_schedules s
-        LEFT JOIN rm_workflows w ON w.id = json_extract(s.state, '$.lastDispatchId')
-        LEFT JOIN rm_tasks t ON t.id = json_extract(s.state, '$.lastDispatchId')
-        ORDER BY s.seq`),
+      insert: db.prepare<[string, number, number, string, number, number, string, string, string, string]>(
+        `INSERT OR IGNORE INTO rm_schedules (id, seq, revision, state, created_at, updated_at, app_id, environment, name, status)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      update: db.prepare<[number, string, number, string | null, string]>(
+        'UPDATE rm_schedules SET revision = ?, state = ?, updated_at = ?, pending_dispatch = ? WHERE id = ?',
+      ),
+      // Apart, so that a firing leaves the states' index alone.
+      setStatus: db.prepare<[string, string]>('UPDATE rm_schedules SET status = ? WHERE id = ?'),
+      dispatched: db.prepare<[string, string]>('UPDATE rm_schedules SET pending_dispatch = NULL WHERE id = ? AND pending_dispatch = ?'),
     };
   }
 
   project(stored: StoredEvent): void {
     const { streamId, revision, position, recordedAt } = stored.recorded;
-    if (!streamId.startsWith('schedule-')) return;
+    if (!streamId.startsWith('schedule-')) {
+      const dispatched = scheduledDispatch(stored.recorded);
+      if (dispatched) this.stmt.dispatched.run(dispatched.scheduleId, dispatched.dispatchId);
+      return;
+    }
     const id = streamId.slice('schedule-'.length);
     const event = { type: stored.type, data: stored.data } as ScheduleEvent;
     const row = this.stmt.get.get(id);
     if (!row) {
       if (event.type !== 'ScheduleCreated') return;
-      const state = scheduleDecider.evolve(scheduleDecider.initialState(), event);
-      this.stmt.insert.run(id, Number(position), Number(revision), JSON.stringify(state), recordedAt.getTime(), recordedAt.getTime());
+      const state = scheduleDecider.evolve(scheduleDecider.initialState(), event) as ExistingSchedule;
+      const { spec } = state;
+      this.stmt.insert.run(id, Number(position), Number(revision), JSON.stringify(state), recordedAt.getTime(), recordedAt.getTime(), spec.appId, spec.environment, spec.name, state.status);
       return;
     }
     if (Number(revision) <= row.revision) return;
-    const state = scheduleDecider.evolve(JSON.parse(row.state) as ExistingSchedule, event);
-    this.stmt.update.run(Number(revision), JSON.stringify(state), recordedAt.getTime(), id);
+    const state = scheduleDecider.evolve(JSON.parse(row.state) as ExistingSchedule, event) as ExistingSchedule;
+    const pending = event.type === 'ScheduleFired' || event.type === 'ScheduleTriggered' ? event.data.dispatchId : row.pending_dispatch;
+    this.stmt.update.run(Number(revision), JSON.stringify(state), recordedAt.getTime(), pending, id);
+    if (state.status !== row.status) this.stmt.setStatus.run(state.status, id);
   }
 
-  /** Every schedule, with its last dispatch still awaited (not in the log) or still running. */
-  rows(): Array<{ view: ScheduleView; awaiting: AwaitingDispatch | null; running: string | null }> {
-    return this.stmt.all.all().map((row) => {
-      const state = JSON.parse(row.state) as ExistingSchedule;
-      const view: ScheduleView = { id: row.id, state, revision: BigInt(row.revision), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+  /** Any schedule by id, deleted ones included. */
+  getById(id: string): ScheduleView | undefined {
+    const row = this.stmt.get.get(id);
+    return row ? toView(row) : undefined;
+  }
+
+  /** A schedule of that app and environment, deleted ones included. */
+  get(appId: string, environment: string, id: string): ScheduleView | undefined {
+    const view = this.getById(id);
+    return view && view.state.spec.appId === appId && view.state.spec.environment === environment ? view : undefined;
+  }
+
+  /** One page of the schedules matching `filter`, in creation order, after the schedule `after`. */
+  page(filter: ScheduleFilter, first: number, after?: string | null): Page<ScheduleView> {
+    return pagePlanned<ScheduleRow, ScheduleView>(this.rm, planOf(filter), first, after, toView);
+  }
+
+  /**
+   * What start-up keeps in memory: every schedule that can fire, and each deleted one whose last
+   * dispatch is not in the log yet (for that dispatch alone), with that last dispatch when it is
+   * still awaited or (a workflow) still running. Read through `rm_schedules_kept`, which holds no
+   * other deleted schedule: the cost follows the schedules that can fire, not all there were.
+   */
+  kept(): Array<{ view: ScheduleView; awaiting: AwaitingDispatch | null; running: string | null }> {
+    const rows = prepareIndexed(
+      this.rm,
+      `SELECT s.id, s.seq, s.revision, s.state, s.created_at, s.updated_at, s.pending_dispatch,
+         coalesce(w.status IN ('completed', 'failed', 'terminated'), 0) AS finished
+       FROM rm_schedules s INDEXED BY rm_schedules_kept
+       LEFT JOIN rm_workflows w ON w.id = json_extract(s.state, '$.lastDispatchId') AND s.status != 'deleted'
+       WHERE (s.status != 'deleted' OR s.pending_dispatch IS NOT NULL)
+       ORDER BY s.seq`,
+    ).all() as KeptRow[];
+    return rows.map((row) => {
+      const view = toView(row);
+      const { state } = view;
       const last = state.lastDispatchId;
       return {
         view,
-        awaiting: last !== null && !row.dispatched ? { scheduleId: row.id, dispatchId: last, firedAt: state.lastFiredAt ?? state.updatedAt } : null,
-        running: last !== null && state.spec.kind === 'workflow' && !row.finished ? last : null,
+        awaiting:
+          last !== null && row.pending_dispatch === last ? { scheduleId: row.id, dispatchId: last, firedAt: state.lastFiredAt ?? state.updatedAt, spec: state.spec } : null,
+        running: last !== null && state.status !== 'deleted' && state.spec.kind === 'workflow' && !row.finished ? last : null,
       };
     });
   }
+}
+
+/**
+ * How a schedule filter is read (see list-query.ts): a name and a state each have an index ending
+ * in `seq`; with both, the one with fewer entries is read and the other checked on its rows.
+ */
+function planOf(filter: ScheduleFilter): ListPlan {
+  const scope = 'app_id = @appId AND environment = @environment';
+  const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
+  const candidates: Candidate[] = [];
+  if (filter.name != null) {
+    params.name = filter.name;
+    candidates.push({ scans: [{ index: 'rm_schedules_name', clause: `${scope} AND name = @name` }], condition: 'name = @name', ordered: true });
+  }
+  if (filter.status != null) {
+    params.status = filter.status;
+    candidates.push({ scans: [{ index: 'rm_schedules_state', clause: `${scope} AND status = @status` }], condition: 'status = @status', ordered: true });
+  }
+  return { table: 'rm_schedules', params, candidates, residual: [], scope: { index: 'rm_schedules_scope', clause: scope } };
 }
 
 @Projection(SCHEDULES_PROJECTION_EVENT_TYPES)
@@ -272,9 +402,9 @@ export class SchedulesProjection implements IEventHandler<StoredEvent> {
     private readonly table: SchedulesTable,
   ) {}
 
-  /** At start: the schedules as `rm_schedules` holds them at the checkpoint. */
+  /** At start: the schedules that can fire, and the dispatches still awaited, as `rm_schedules` holds them at the checkpoint. */
   load(): void {
-    for (const { view, awaiting, running } of this.table.rows()) this.model.restore(view, awaiting, running);
+    for (const { view, awaiting, running } of this.table.kept()) this.model.restore(view, awaiting, running);
   }
 
   handle(stored: StoredEvent): void {

@@ -9,7 +9,7 @@ import type { Principal } from '../../tokens/tokens.projection.js';
 import { ScheduleEvent, scheduleDecider } from '../domain/schedule.decider.js';
 import { ScheduleDispatcher } from '../schedule-dispatcher.js';
 import { ScheduleType, toScheduleType } from '../schedule.types.js';
-import { SchedulesReadModel } from '../schedules.read-model.js';
+import { SchedulesReadModel, SchedulesTable } from '../schedules.read-model.js';
 import { ScheduleRefInput } from './schedule-fields.js';
 
 export type ScheduleAction = 'PauseSchedule' | 'ResumeSchedule' | 'DeleteSchedule';
@@ -22,6 +22,7 @@ export class ScheduleActions {
   constructor(
     private readonly runner: DeciderRunner,
     private readonly model: SchedulesReadModel,
+    private readonly table: SchedulesTable,
     private readonly dispatcher: ScheduleDispatcher,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
@@ -60,7 +61,8 @@ export class ScheduleActions {
   }
 
   private view(input: ScheduleRefInput): ScheduleType {
-    const view = this.model.get(input.appId, input.environment, input.id);
+    // From rm_schedules: a deleted schedule is no longer in memory.
+    const view = this.table.get(input.appId, input.environment, input.id);
     if (!view) throw new NotFoundError('schedule', input.id);
     return toScheduleType(view, this.model);
   }

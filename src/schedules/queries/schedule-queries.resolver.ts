@@ -4,7 +4,7 @@ import { Inject } from '@nestjs/common';
 import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { IsEnum, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
-import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs, paginate } from '../../graphql/common.types.js';
+import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
 import { HistoryEvent, readHistory } from '../../graphql/history.js';
 import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
 import { localIso, nextOccurrences } from '../domain/cron.js';
@@ -13,7 +13,7 @@ import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { SCHEDULE_CRON, ScheduleConnection, ScheduleFiring, ScheduleStatusValue, ScheduleType, toScheduleType } from '../schedule.types.js';
 import { ReadFence } from '../../event-store/read-fence.js';
-import { SchedulesReadModel } from '../schedules.read-model.js';
+import { SchedulesReadModel, SchedulesTable } from '../schedules.read-model.js';
 import { Requires } from '../../tokens/roles.js';
 
 @InputType({ description: 'Which schedules to list.' })
@@ -42,6 +42,7 @@ class SchedulesArgs extends PageArgs {
 export class ScheduleQueriesResolver {
   constructor(
     private readonly model: SchedulesReadModel,
+    private readonly table: SchedulesTable,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly fence: ReadFence,
   ) {}
@@ -51,7 +52,7 @@ export class ScheduleQueriesResolver {
   async schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<ScheduleType | null> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
-    const view = this.model.get(args.appId, args.environment, args.id);
+    const view = this.table.get(args.appId, args.environment, args.id);
     return view ? toScheduleType(view, this.model) : null;
   }
 
@@ -61,8 +62,7 @@ export class ScheduleQueriesResolver {
     const { filter } = args;
     assertScope(principal, filter.appId, filter.environment);
     await this.fence.upToHead();
-    const views = this.model.list({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state });
-    const page = paginate(views, args.first ?? 50, args.after);
+    const page = this.table.page({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state }, args.first ?? 50, args.after);
     return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
   }
 
@@ -88,7 +88,7 @@ export class ScheduleQueriesResolver {
   async scheduleHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
-    if (!isUuid(args.id) || !this.model.get(args.appId, args.environment, args.id)) throw new NotFoundError('schedule', args.id);
+    if (!isUuid(args.id) || !this.table.get(args.appId, args.environment, args.id)) throw new NotFoundError('schedule', args.id);
     return readHistory(this.store, `schedule-${args.id}`, args);
   }
 }
