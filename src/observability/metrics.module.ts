@@ -1,4 +1,5 @@
 import { Global, Module } from '@nestjs/common';
+import { SchedulesModule } from '../schedules/schedules.module.js';
 import { WorkersModule } from '../workers/workers.module.js';
 import { GraphqlMetricsPlugin } from './graphql-metrics.plugin.js';
 import { MetricsController } from './metrics.controller.js';
@@ -9,7 +10,7 @@ import { MetricsService } from './metrics.service.js';
 /** Prometheus metrics: the injectable MetricsService, `/metrics`, and what feeds them. */
 @Global()
 @Module({
-  imports: [WorkersModule],
+  imports: [WorkersModule, SchedulesModule],
   controllers: [MetricsController],
   providers: [MetricsService, MetricsProjection, GraphqlMetricsPlugin, MetricsSampler],
   exports: [MetricsService],

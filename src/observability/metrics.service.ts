@@ -5,6 +5,7 @@ import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
 import { EngineState } from '../workers/engine-state.js';
+import { SchedulesReadModel } from '../schedules/schedules.read-model.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000];
@@ -146,6 +147,13 @@ export class MetricsService implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly schedulesHeld = new Gauge({
+    name: 'baton_schedules_held',
+    help: 'What the scheduler holds in memory on this instance (kind): `schedule` the schedules that can fire (active, paused), `awaiting_dispatch` fired occurrences whose dispatch is not in the log yet. Deleted schedules are not held.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly streamLoads = new Counter({
     name: 'baton_stream_loads_total',
     help: "Streams whose state the write path had to build (not in its cache), by where it started: the stream's start (or a workflow's last run) or a read model's snapshot.",
@@ -173,6 +181,7 @@ export class MetricsService implements OnModuleInit {
     private readonly engine: EngineState,
     private readonly lifecycle: LifecycleService,
     private readonly runner: DeciderRunner,
+    private readonly schedules: SchedulesReadModel,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
   }
@@ -228,6 +237,9 @@ export class MetricsService implements OnModuleInit {
     this.parkedPolls.set(parkedPolls);
     this.engineHeld.set({ kind: 'workflow' }, this.engine.workflows.size);
     this.engineHeld.set({ kind: 'task' }, this.engine.tasks.size);
+    const schedules = this.schedules.held;
+    this.schedulesHeld.set({ kind: 'schedule' }, schedules.schedules);
+    this.schedulesHeld.set({ kind: 'awaiting_dispatch' }, schedules.awaiting);
 
     const streams = this.runner.queues.statistics;
     const seen = this.streamStatsSeen;
