@@ -389,6 +389,32 @@ describe('Scheduler', () => {
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
   });
 
+  it('a fired occurrence whose dispatch was lost is dispatched even once its schedule is deleted (which leaves memory)', async () => {
+    const file = join(dir, 'recovery-deleted.db');
+    const clock = new ManualClock(T0);
+    const world = new World();
+    let failing = true;
+    const a = await startInstance(openStore(file), clock, world, { failDispatch: () => failing, recoverAfterMs: 10_000 });
+    const id = await createSchedule(a.store, clock, { cron: '*/1 * * * * * *' });
+    await step(clock, 1000, a);
+    const lost = occurrenceDispatchId(id, Date.parse('2026-01-01T00:00:01Z'));
+    await decideAndAppend(a.store, `schedule-${id}`, scheduleDecider, { type: 'DeleteSchedule', scheduleId: id, appId: 'demo', environment: 'prod', now: clock.now() }, context);
+    await settle(a);
+    expect(a.model.getById(id)).toBeUndefined();
+    expect([...a.model.all()]).toEqual([]);
+    expect([...a.model.awaiting()].map((e) => e.dispatchId)).toEqual([lost]);
+    await a.stop();
+
+    // At the next start.
+    failing = false;
+    const b = await startInstance(openStore(file), clock, world);
+    await settle(b);
+    expect(b.dispatched).toEqual([lost]);
+    expect(b.model.held).toEqual({ schedules: 0, awaiting: 0, running: 0, nextFireAt: 0 });
+    expect([...(await dispatches(b.store)).entries()]).toEqual([[lost, 1]]);
+    expect(firedOccurrences(await history(b.store, id))).toHaveLength(1);
+  });
+
   it('a paused schedule is not armed; a deleted one is dropped', async () => {
     const store = openStore(join(dir, 'pause.db'));
     const clock = new ManualClock(T0);
@@ -411,5 +437,7 @@ describe('Scheduler', () => {
     expect(a.scheduler.dueAt(id)).toBeUndefined();
     await step(clock, 3000, a);
     expect(a.dispatched).toHaveLength(1);
+    expect(a.model.getById(id)).toBeUndefined();
+    expect(a.model.held).toEqual({ schedules: 0, awaiting: 0, running: 0, nextFireAt: 0 });
   });
 });

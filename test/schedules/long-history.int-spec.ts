@@ -2,7 +2,8 @@
  * A schedule's stream grows by an event per firing and has no reset point. After a restart, the
  * first action on a schedule that fired thousands of times must not read those firings back:
  * the write path starts from the schedules read model's state and reads only what followed
- * (`baton_stream_events_read_total`, `baton_stream_loads_total{from="snapshot"}` in /metrics).
+ * (`baton_stream_events_read_total`, `baton_stream_loads_total{from="snapshot"}` in /metrics),
+ * also once the schedule is deleted and no longer held in memory.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -66,5 +67,18 @@ describe('a schedule with a long history', () => {
     const history = await api.history(id);
     expect(history.slice(-2).map((e) => e.type)).toEqual(['SchedulePaused', 'ScheduleResumed']);
     expect(history.at(-2)!.revision).toBe(FIRINGS + 1);
+
+    // Deleted, it leaves the scheduler's memory; after a restart its row in rm_schedules is the
+    // snapshot, so acting on it again still reads none of its firings.
+    expect(await api.act('delete', id)).toMatchObject({ state: 'DELETED', firedCount: FIRINGS });
+    await service.stop();
+    service = await startService({ storeUrl });
+    api = new Schedules(service, 'long-history', 'demo', token);
+    const readBeforeDeleted = await sample(service, 'baton_stream_events_read_total');
+    expect(await api.act('delete', id)).toMatchObject({ state: 'DELETED', firedCount: FIRINGS });
+    expect((await api.actRaw('resume', id)).body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect((await sample(service, 'baton_stream_events_read_total')) - readBeforeDeleted).toBe(0);
+    expect(await sample(service, 'baton_stream_loads_total{from="snapshot"}')).toBe(1);
+    expect(await sample(service, 'baton_stream_loads_total{from="stream"}')).toBe(0);
   }, 120_000);
 });
