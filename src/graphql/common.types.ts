@@ -107,23 +107,6 @@ export function Paginated<T>(item: Type<T>) {
   return Connection;
 }
 
-/** Pages through `items` (already in order) after the item whose id is `after`. */
-export function paginate<T extends { id: string }>(items: T[], first: number, after?: string | null): Page<T> {
-  let start = 0;
-  if (after) {
-    const index = items.findIndex((item) => item.id === after);
-    start = index === -1 ? items.findIndex((item) => item.id > after) : index + 1;
-    if (start === -1) start = items.length;
-  }
-  const nodes = items.slice(start, start + first);
-  return {
-    nodes,
-    totalCount: Math.min(items.length, QUERY_COUNT_CAP),
-    totalCountCapped: items.length > QUERY_COUNT_CAP,
-    pageInfo: { endCursor: nodes.length > 0 ? nodes[nodes.length - 1].id : null, hasNextPage: start + first < items.length },
-  };
-}
-
 /** `appId`, `environment` and the id of one workflow, task or schedule. */
 @ArgsType()
 export class AppScopedIdArgs extends AppScopedInput {
