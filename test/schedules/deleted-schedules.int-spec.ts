@@ -5,7 +5,10 @@
  * history, before and after a restart, from `rm_schedules`.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { freshStoreUrl, Service, startService } from '../support/service.js';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
+import { freshStoreUrl, ROOT, Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { Schedules, error, unique } from './schedule-helpers.js';
 
@@ -17,6 +20,16 @@ async function held(service: Service, kind: 'schedule' | 'awaiting_dispatch'): P
   const line = text.split('\n').find((l) => l.startsWith(`baton_schedules_held{kind="${kind}"} `));
   expect({ kind, present: line !== undefined }).toEqual({ kind, present: true });
   return Number(line!.split(' ')[1]);
+}
+
+/** `rm_schedules` as stored (every column, deleted schedules included). */
+function scheduleRows(storeUrl: string): unknown[] {
+  const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
+  try {
+    return db.prepare('SELECT * FROM rm_schedules ORDER BY seq').all();
+  } finally {
+    db.close();
+  }
 }
 
 async function expectHeld(service: Service, schedules: number, awaiting: number): Promise<void> {
@@ -32,7 +45,7 @@ describe('deleted schedules', () => {
   let service: Service | undefined;
   afterAll(() => service?.stop());
 
-  it('leave the scheduler memory and stay listed, readable and in their history, across a restart', async () => {
+  it('leave the scheduler memory and stay listed, readable and in their history, across a restart and a rebuild', async () => {
     const storeUrl = freshStoreUrl();
     service = await startService({ storeUrl });
     const token = service.token;
@@ -84,5 +97,22 @@ describe('deleted schedules', () => {
     await check();
     // The triggers (i = 0, 10, 20 of that name) dispatched once each: the restart dispatched nothing again.
     expect((await api.tasks(gone[0])).length).toBe(3);
+
+    // `baton rebuild` folds the log into the same rows, and a start on them holds the same.
+    await service.stop();
+    const rows = scheduleRows(storeUrl);
+    expect(rows).toHaveLength(DELETED + live.length);
+    const rebuild = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), 'rebuild'], {
+      cwd: ROOT,
+      env: { ...process.env, EVENT_STORE_URL: storeUrl },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect({ code: rebuild.status, stderr: rebuild.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(scheduleRows(storeUrl)).toEqual(rows);
+    service = await startService({ storeUrl });
+    api = new Schedules(service, 'deleted-schedules', 'demo', token);
+    await expectHeld(service, 3, 0);
+    await check();
   }, 120_000);
 });
