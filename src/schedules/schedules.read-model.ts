@@ -258,9 +258,9 @@ export class SchedulesTable implements DurableProjection {
     // Tables written before the columns: filled in once from each row's state (a pass over the
     // schedules, never over the log), in one write transaction so that instances starting together
     // on one file do it once.
-    db.transaction(() => {
-      const columns = db.prepare<[], { name: string }>('PRAGMA table_info(rm_schedules)').all();
-      if (columns.some((c) => c.name === 'pending_dispatch')) return;
+    const migrated = () => db.prepare<[], { name: string }>('PRAGMA table_info(rm_schedules)').all().some((c) => c.name === 'pending_dispatch');
+    if (!migrated()) db.transaction(() => {
+      if (migrated()) return;
       for (const column of ['app_id', 'environment', 'name', 'status']) db.exec(`ALTER TABLE rm_schedules ADD COLUMN ${column} TEXT NOT NULL DEFAULT ''`);
       db.exec('ALTER TABLE rm_schedules ADD COLUMN pending_dispatch TEXT');
       db.exec(`
