@@ -27,3 +27,12 @@ export async function readHistory(store: EventStore, streamId: string, args: His
     metadata: JSON.stringify(e.metadata),
   }));
 }
+
+/**
+ * How many events a stream holds: its last event's revision plus one (0 when it has none), read
+ * backwards as one event, so a client can tell how much of a history its pages have shown.
+ */
+export async function historyLength(store: EventStore, streamId: string): Promise<number> {
+  const [last] = await store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+  return last ? Number(last.revision) + 1 : 0;
+}

@@ -5,7 +5,7 @@ import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Res
 import { IsEnum, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
-import { HistoryEvent, readHistory } from '../../graphql/history.js';
+import { HistoryEvent, historyLength, readHistory } from '../../graphql/history.js';
 import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
 import { localIso, nextOccurrences } from '../domain/cron.js';
 import { isUuid } from '../../shared/ids.js';
@@ -90,5 +90,12 @@ export class ScheduleQueriesResolver {
     await this.fence.upToHead();
     if (!isUuid(args.id) || !this.table.get(args.appId, args.environment, args.id)) throw new NotFoundError('schedule', args.id);
     return readHistory(this.store, `schedule-${args.id}`, args);
+  }
+
+  @ResolveField(() => Int, {
+    description: 'How many events its history holds (the next revision): `scheduleHistory` pages show how much of it they hold. One read of the store per schedule answered.',
+  })
+  historyLength(@Parent() schedule: ScheduleType): Promise<number> {
+    return historyLength(this.store, `schedule-${schedule.id}`);
   }
 }

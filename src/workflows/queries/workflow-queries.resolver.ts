@@ -1,13 +1,13 @@
 import { MAX_ID_LENGTH, MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
+import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
 import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
-import { HistoryEvent, readHistory } from '../../graphql/history.js';
+import { HistoryEvent, historyLength, readHistory } from '../../graphql/history.js';
 import { NotFoundError, TooManyAwaitsError } from '../../shared/errors.js';
 import { PerTokenCounter } from '../../shared/per-token-counter.js';
 import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
@@ -236,11 +236,20 @@ export class WorkflowQueriesResolver {
   }
 
   @Requires('read')
-  @Query(() => [HistoryEvent], { description: 'Every event of a workflow\'s history, in order, as stored.' })
+  @Query(() => [HistoryEvent], {
+    description: "A workflow's history, in order, as stored: at most `first` events from `fromRevision`; `Workflow.historyLength` counts them all.",
+  })
   async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     if (!this.readModel.get(args.appId, args.environment, args.id)) throw new NotFoundError('workflow', args.id);
     return readHistory(this.store, `workflow-${args.id}`, args);
+  }
+
+  @ResolveField(() => Int, {
+    description: 'How many events its history holds (the next revision): `workflowHistory` pages show how much of it they hold. One read of the store per workflow answered.',
+  })
+  historyLength(@Parent() workflow: WorkflowType): Promise<number> {
+    return historyLength(this.store, `workflow-${workflow.id}`);
   }
 }
