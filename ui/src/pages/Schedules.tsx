@@ -1,7 +1,7 @@
 import { Alert, Anchor, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
 import cronstrue from 'cronstrue';
 import { Fragment, useState } from 'react';
-import { HistoryEvent, gql, readHistory } from '../api';
+import { HISTORY_PAGE, HistoryEvent, Scope, gql, readHistoryPage } from '../api';
 import { ConfirmButton, StateBadge, shortId, time, useAction, usePolling, useSession } from '../shared';
 
 const SCHEDULES = `query($filter: ScheduleFilterInput!) { schedules(filter: $filter, first: 200) { nodes {
@@ -18,10 +18,28 @@ function inWords(cron: string): string {
 /** A date in the schedule's own time zone. */
 const zoned = (iso: string, timezone: string) => `${new Date(iso).toLocaleString(undefined, { timeZone: timezone, hour12: false })}`;
 
+const isFiring = (e: HistoryEvent) => e.type === 'ScheduleFired' || e.type === 'ScheduleTriggered';
+
+/**
+ * The schedule's last `count` firings, newest first: its history read backwards a page at a time
+ * from its end (`historyLength`) until that many are found, never the whole history.
+ */
+async function lastFirings(scope: Scope, id: string, count: number): Promise<HistoryEvent[]> {
+  const data = await gql(`query($appId: String!, $environment: String!, $id: ID!) { schedule(appId: $appId, environment: $environment, id: $id) { historyLength } }`, { ...scope, id });
+  const found: HistoryEvent[] = [];
+  for (let end = data.schedule?.historyLength ?? 0; end > 0 && found.length < count; ) {
+    const from = Math.max(0, end - HISTORY_PAGE);
+    const page = await readHistoryPage('schedule', scope, id, from, end - from);
+    found.unshift(...page.events.filter(isFiring));
+    end = from;
+  }
+  return found.slice(-count).reverse();
+}
+
 function LastFirings({ id }: { id: string }) {
   const { scope } = useSession();
-  const { data } = usePolling(() => readHistory('schedule', scope, id), [id], 5000);
-  const firings = (data ?? []).filter((e: HistoryEvent) => e.type === 'ScheduleFired' || e.type === 'ScheduleTriggered').slice(-10).reverse();
+  const { data } = usePolling(() => lastFirings(scope, id, 10), [id], 5000);
+  const firings = data ?? [];
   if (firings.length === 0) return <Text size="sm">No firings yet.</Text>;
   return (
     <Stack gap={2}>

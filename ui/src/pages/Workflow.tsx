@@ -1,10 +1,11 @@
 import { Accordion, Alert, Anchor, Badge, Button, Card, Code, Group, Modal, SimpleGrid, Stack, Table, Text, TextInput, Textarea, Title } from '@mantine/core';
-import { useState } from 'react';
-import { HistoryEvent, gql, readHistory } from '../api';
+import { memo, useMemo, useState } from 'react';
+import { HistoryEvent, gql } from '../api';
+import { HistoryProgress, useHistory } from '../history';
 import { ConfirmButton, JsonBlock, StateBadge, shortId, time, useAction, usePolling, useSession } from '../shared';
 
 const WORKFLOW = `query($appId: String!, $environment: String!, $id: ID!, $children: WorkflowFilterInput!) {
-  workflow(appId: $appId, environment: $environment, id: $id) { id name version tag state input output error parentId scheduleId createdAt updatedAt }
+  workflow(appId: $appId, environment: $environment, id: $id) { id name version tag state input output error parentId scheduleId createdAt updatedAt historyLength }
   workflows(filter: $children, first: 100) { nodes { id name tag state createdAt } }
 }`;
 
@@ -95,12 +96,89 @@ function summary(e: HistoryEvent): string {
 
 const duration = (a: Attempt) => (a.endedAt ? `${Math.max(0, Date.parse(a.endedAt) - Date.parse(a.startedAt))} ms` : 'running');
 
+/** The tasks table, memoised like the timeline: it renders again only when more history is read. */
+const TasksTable = memo(function TasksTable({ tasks }: { tasks: TaskRow[] }) {
+  return (
+    <Table data-testid="tasks-table">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>#</Table.Th>
+          <Table.Th>Task</Table.Th>
+          <Table.Th>State</Table.Th>
+          <Table.Th>Attempts</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {tasks.map((t) => (
+          <Table.Tr key={t.seq}>
+            <Table.Td>{t.seq}</Table.Td>
+            <Table.Td>
+              {t.name}
+              <Text size="xs" c="dimmed" ff="monospace">
+                {JSON.stringify(t.args)}
+              </Text>
+            </Table.Td>
+            <Table.Td>
+              <StateBadge state={t.state} />
+            </Table.Td>
+            <Table.Td>
+              {t.attempts.map((a, i) => (
+                <Text key={i} size="xs">
+                  #{a.attempt} {a.outcome} in {duration(a)} on {a.workerId}
+                  {a.error && <Text span c="red" size="xs">{` — ${a.error}`}</Text>}
+                </Text>
+              ))}
+            </Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+});
+
+/**
+ * One block of the timeline (up to `HISTORY_PAGE` events). Memoised: reading more of the history
+ * or refreshing the workflow renders only the block that changed, not every event again.
+ */
+const TimelineBlock = memo(function TimelineBlock({ events }: { events: HistoryEvent[] }) {
+  return (
+    <Accordion multiple variant="contained" chevronPosition="left">
+      {events.map((e) => (
+        <Accordion.Item key={e.revision} value={String(e.revision)}>
+          <Accordion.Control>
+            <Group gap="sm" wrap="nowrap">
+              <Text size="xs" c="dimmed" miw={28}>
+                {e.revision}
+              </Text>
+              <Badge variant="light" color={/Failed|Terminated/.test(e.type) ? 'red' : /Completed|Retried/.test(e.type) ? 'green' : 'blue'} w={190}>
+                {e.type}
+              </Badge>
+              <Text size="sm" style={{ flex: 1 }} lineClamp={1} data-testid="timeline-summary">
+                {summary(e)}
+              </Text>
+              {e.data?.attempt !== undefined && <Badge variant="outline">attempt {e.data.attempt}</Badge>}
+              <Text size="xs" c="dimmed">
+                {e.metadata?.actor}
+              </Text>
+              <Text size="xs" c="dimmed" w={150}>
+                {time(e.recordedAt)}
+              </Text>
+            </Group>
+          </Accordion.Control>
+          <Accordion.Panel>
+            <Code block>{JSON.stringify({ data: e.data, metadata: e.metadata }, null, 2)}</Code>
+          </Accordion.Panel>
+        </Accordion.Item>
+      ))}
+    </Accordion>
+  );
+});
+
 export function WorkflowPage({ id }: { id: string }) {
   const { scope, canControl } = useSession();
-  const { data, error, reload } = usePolling(async () => {
-    const [main, history] = await Promise.all([gql(WORKFLOW, { ...scope, id, children: { ...scope, parentId: id } }), readHistory('workflow', scope, id).catch(() => [] as HistoryEvent[])]);
-    return { ...main, history };
-  }, [id, scope.appId, scope.environment]);
+  const { data, error, reload } = usePolling(() => gql(WORKFLOW, { ...scope, id, children: { ...scope, parentId: id } }), [id, scope.appId, scope.environment]);
+  const timeline = useHistory('workflow', scope, id, data?.workflow?.historyLength);
+  const tasks = useMemo(() => tasksOf(timeline.events), [timeline.events]);
   const action = useAction(reload);
   const [sending, setSending] = useState(false);
   const [eventName, setEventName] = useState('');
@@ -114,8 +192,6 @@ export function WorkflowPage({ id }: { id: string }) {
   const selector = { ...scope, selector: { id } };
   const mutate = (field: string, input: string, extra: Record<string, unknown> = {}) =>
     action.run(() => gql(`mutation($input: ${input}!) { ${field}(input: $input) { status } }`, { input: { ...selector, ...extra } }));
-  const history: HistoryEvent[] = data.history;
-  const tasks = tasksOf(history);
 
   return (
     <Stack>
@@ -212,75 +288,34 @@ export function WorkflowPage({ id }: { id: string }) {
         <Title order={5} mb="xs">
           Tasks
         </Title>
-        <Table data-testid="tasks-table">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>#</Table.Th>
-              <Table.Th>Task</Table.Th>
-              <Table.Th>State</Table.Th>
-              <Table.Th>Attempts</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {tasks.map((t) => (
-              <Table.Tr key={t.seq}>
-                <Table.Td>{t.seq}</Table.Td>
-                <Table.Td>
-                  {t.name}
-                  <Text size="xs" c="dimmed" ff="monospace">
-                    {JSON.stringify(t.args)}
-                  </Text>
-                </Table.Td>
-                <Table.Td>
-                  <StateBadge state={t.state} />
-                </Table.Td>
-                <Table.Td>
-                  {t.attempts.map((a, i) => (
-                    <Text key={i} size="xs">
-                      #{a.attempt} {a.outcome} in {duration(a)} on {a.workerId}
-                      {a.error && <Text span c="red" size="xs">{` — ${a.error}`}</Text>}
-                    </Text>
-                  ))}
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+        {!timeline.complete && !timeline.loading && (
+          <Text size="sm" c="dimmed" mb="xs" data-testid="tasks-partial">
+            As read from the first {timeline.events.length.toLocaleString('en')} events of the history: load the rest of the timeline below to see every task.
+          </Text>
+        )}
+        <TasksTable tasks={tasks} />
       </Card>
 
       <Card withBorder>
-        <Title order={5} mb="xs">
-          Timeline ({history.length} events)
-        </Title>
-        <Accordion multiple variant="contained" chevronPosition="left" data-testid="timeline">
-          {history.map((e) => (
-            <Accordion.Item key={e.revision} value={String(e.revision)}>
-              <Accordion.Control>
-                <Group gap="sm" wrap="nowrap">
-                  <Text size="xs" c="dimmed" w={28}>
-                    {e.revision}
-                  </Text>
-                  <Badge variant="light" color={/Failed|Terminated/.test(e.type) ? 'red' : /Completed|Retried/.test(e.type) ? 'green' : 'blue'} w={190}>
-                    {e.type}
-                  </Badge>
-                  <Text size="sm" style={{ flex: 1 }} lineClamp={1} data-testid="timeline-summary">
-                    {summary(e)}
-                  </Text>
-                  {e.data?.attempt !== undefined && <Badge variant="outline">attempt {e.data.attempt}</Badge>}
-                  <Text size="xs" c="dimmed">
-                    {e.metadata?.actor}
-                  </Text>
-                  <Text size="xs" c="dimmed" w={150}>
-                    {time(e.recordedAt)}
-                  </Text>
-                </Group>
-              </Accordion.Control>
-              <Accordion.Panel>
-                <Code block>{JSON.stringify({ data: e.data, metadata: e.metadata }, null, 2)}</Code>
-              </Accordion.Panel>
-            </Accordion.Item>
+        <Group justify="space-between" mb="xs">
+          <Title order={5}>Timeline</Title>
+          <HistoryProgress history={timeline} />
+        </Group>
+        {timeline.error && (
+          <Alert color="red" mb="xs" data-testid="history-error">
+            {timeline.error}
+          </Alert>
+        )}
+        <Stack gap="xs" data-testid="timeline">
+          {timeline.blocks.map((events) => (
+            <TimelineBlock key={events[0].revision} events={events} />
           ))}
-        </Accordion>
+        </Stack>
+        {!timeline.complete && !timeline.loading && (
+          <Group mt="xs">
+            <HistoryProgress history={timeline} testId="history-bottom" />
+          </Group>
+        )}
       </Card>
 
       <Modal opened={sending} onClose={() => setSending(false)} title="Send an event">
