@@ -166,6 +166,33 @@ describe('dashboard: a workflow history read in pages', () => {
     await page.context().close();
   });
 
+  itInBrowser("a schedule's last ten firings are read from the end of its history, newest first", async () => {
+    const service = await startService();
+    services.push(service);
+    const created = await service.gql('mutation($input: ScheduleWorkflowInput!) { scheduleWorkflow(input: $input) { id } }', {
+      input: { ...scope, cron: '0 9 * * 1-5', name: 'Unserved', input: '[]', timezone: 'Europe/Paris' },
+    });
+    const scheduleId: string = created.body.data.scheduleWorkflow.id;
+    const dispatched: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const triggered = await service.gql('mutation($input: TriggerScheduleInput!) { triggerSchedule(input: $input) { id schedule { historyLength } } }', { input: { ...scope, id: scheduleId } });
+      expect(triggered.body.errors).toBeUndefined();
+      dispatched.push(triggered.body.data.triggerSchedule.id);
+    }
+    const read = await service.gql('query($id: ID!) { schedule(appId: "demo", environment: "history", id: $id) { historyLength } scheduleHistory(appId: "demo", environment: "history", id: $id) { revision } }', { id: scheduleId });
+    expect(read.body.data.schedule.historyLength).toBe(read.body.data.scheduleHistory.length);
+
+    const page = await openWorkflow(service, dispatched[0]);
+    await page.getByRole('link', { name: 'Schedules', exact: true }).click();
+    const row = page.locator('tr[data-schedule="Unserved"]');
+    await row.getByRole('button', { name: 'Firings' }).click();
+    const links = page.locator(`a[href^="#/workflows/"]`);
+    const hrefs = async () => links.evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    const expected = dispatched.slice(-10).reverse().map((id) => `#/workflows/${id}`);
+    await waitFor(async () => JSON.stringify(await hrefs()) === JSON.stringify(expected), { timeoutMs: 20_000, description: 'the last ten firings, newest first' });
+    await page.context().close();
+  });
+
   itInBrowser('hit no page errors', () => {
     expect(problems.filter((p) => !/status of 4\d\d/.test(p))).toEqual([]);
   });
