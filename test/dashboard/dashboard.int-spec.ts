@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import playwright from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ROOT, Service, createTokenViaCli, startService } from '../support/service.js';
 import { FixtureWorker, killAllWorkers, startWorker } from '../support/worker.js';
 import { waitFor } from '../support/wait-for.js';
+import { CHROMIUM, hasChromium, launchChromium } from '../support/chromium.js';
 
 /**
  * The dashboard at /ui, driven in headless Chromium from Debian (never a downloaded browser):
@@ -15,8 +15,6 @@ import { waitFor } from '../support/wait-for.js';
  * disappear; a read-only token sees no action buttons and is refused by the API.
  * With BATON_SCREENSHOTS=1 the screenshots (1280×800) are written to docs/images/ for the README.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) {
   process.stderr.write(
     ['', '#'.repeat(100), `#  SKIPPING the dashboard browser tests: ${CHROMIUM} does not exist.`, '#  Install Chromium from Debian to run them:  apt-get update && apt-get install -y chromium', '#'.repeat(100), ''].join('\n'),
@@ -54,10 +52,7 @@ describe('dashboard', () => {
     });
     scheduleId = schedule.body.data.scheduleWorkflow.id;
     if (hasChromium) {
-      browser = await playwright.chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      browser = await launchChromium();
     }
   });
   afterAll(async () => {

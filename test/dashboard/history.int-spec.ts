@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync } from 'node:fs';
-import playwright from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { CHROMIUM, hasChromium, launchChromium } from '../support/chromium.js';
 
 /**
  * The workflow page reads a history in pages (`fromRevision` + `first`), never in one request:
@@ -12,8 +11,6 @@ import { waitFor } from '../support/wait-for.js';
  * first page would exceed MAX_RESPONSE_BYTES, is read in shorter requests instead of failing.
  * Both workflows are served by no worker, so their histories are what the test sent them.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) process.stderr.write(`\nSKIPPING the dashboard history browser tests: ${CHROMIUM} does not exist (apt-get install -y chromium).\n`);
 const itInBrowser = hasChromium ? it : it.skip;
 const ENV = 'history';
@@ -61,10 +58,7 @@ describe('dashboard: a workflow history read in pages', () => {
 
   beforeAll(async () => {
     if (hasChromium) {
-      browser = await playwright.chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      browser = await launchChromium();
     }
   });
   afterAll(async () => {

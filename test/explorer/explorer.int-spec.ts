@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { getIntrospectionQuery } from 'graphql';
-import { existsSync } from 'node:fs';
-import playwright from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { CHROMIUM, hasChromium, launchChromium } from '../support/chromium.js';
 
 /**
  * The two explorers. GET /explorer (GraphiQL from node_modules, offline) is driven in headless
@@ -14,8 +13,6 @@ import { waitFor } from '../support/wait-for.js';
  * CDN) is checked over plain HTTP only: no internet here.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) {
   process.stderr.write(
     [
@@ -44,10 +41,7 @@ describe('explorers', () => {
   beforeAll(async () => {
     service = await startService();
     if (hasChromium) {
-      browser = await playwright.chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      browser = await launchChromium();
     }
   });
   afterAll(async () => {
