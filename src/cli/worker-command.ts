@@ -19,6 +19,7 @@ export interface WorkerCommandOptions {
   app?: string;
   env?: string;
   concurrency: string;
+  decisionConcurrency?: string;
   heartbeatMs: string;
   maxCachedWorkflows: string;
   shutdownGraceMs: string;
@@ -30,6 +31,13 @@ export async function workerCommand(modulePath: string, values: WorkerCommandOpt
     process.stderr.write('baton worker needs --token, --app and --env (or BATON_TOKEN, BATON_APP_ID, BATON_ENVIRONMENT)\n');
     return 2;
   }
+  const slots = { '--concurrency': values.concurrency, '--decision-concurrency': values.decisionConcurrency ?? values.concurrency };
+  for (const [flag, value] of Object.entries(slots)) {
+    if (!/^[1-9][0-9]{0,5}$/.test(value)) {
+      process.stderr.write(`baton worker: ${flag} must be a whole number from 1 to 999999, not ${JSON.stringify(value)}\n`);
+      return 2;
+    }
+  }
   const { tasks, workflows } = await loadDefinitions(modulePath);
   const worker = new Worker({
     url: values.url,
@@ -38,7 +46,8 @@ export async function workerCommand(modulePath: string, values: WorkerCommandOpt
     environment: values.env,
     tasks,
     workflows,
-    concurrency: Number(values.concurrency),
+    concurrency: Number(slots['--concurrency']),
+    decisionConcurrency: Number(slots['--decision-concurrency']),
     heartbeatIntervalMs: Number(values.heartbeatMs),
     maxCachedWorkflows: Number(values.maxCachedWorkflows),
     shutdownGraceMs: Number(values.shutdownGraceMs),

@@ -41,10 +41,17 @@ export interface WorkerOptions {
   /** Workflows this worker runs (each version is its own definition: `Name_v1`, `Name_v2`). */
   workflows?: WorkflowDefinition[];
   /**
-   * Most work items (decisions and task attempts) running at once.
+   * Most task attempts running at once.
    * @default 10
    */
   concurrency?: number;
+  /**
+   * Most decisions (a workflow's code run up to its next step, inline steps included) running at
+   * once. Decisions have slots of their own, polled for apart from tasks: workflows keep moving
+   * while every task slot is held by a long task.
+   * @default the same as `concurrency`
+   */
+  decisionConcurrency?: number;
   /**
    * Shown in histories as the claimer of work.
    * @default `<hostname>-<pid>-<random>`
@@ -123,6 +130,7 @@ function reportBytes(report: DecisionReport | TaskReport): number {
 }
 
 type WorkItem = WireWorkItem;
+type WorkKind = WorkItem['kind'];
 /** A workflow run held between decisions (sticky execution), with the last decision this worker made on it. */
 interface HeldRun {
   replay: WorkflowReplay;
@@ -151,13 +159,16 @@ export class Worker {
   private readonly client: Client;
   private readonly tasks: Map<string, TaskDefinition>;
   private readonly workflows: Map<string, WorkflowDefinition>;
-  private readonly concurrency: number;
+  /** Slots of each kind of work. */
+  private readonly limits: Record<WorkKind, number>;
   private readonly logger: Pick<Console, 'info' | 'warn' | 'error'>;
   private readonly running = new Map<string, { attemptId: string; abort: AbortController }>();
   /** Attempts aborted by shutdown: reported as released, not failed. */
   private readonly releasing = new Set<string>();
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Work running, by kind (each holds one slot of its kind until its report is answered). */
+  private readonly inFlight: Record<WorkKind, Set<Promise<void>>> = { DECISION: new Set(), TASK: new Set() };
   private readonly stopping = new AbortController();
+  private readonly stopped = new Promise<void>((resolve) => this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
   private decisionReports: DecisionReport[] = [];
   private taskReports: TaskReport[] = [];
   /** Leases of the outcomes waiting to be reported: a report is retried for as long as one holds. */
@@ -187,7 +198,8 @@ export class Worker {
     this.client = new Client({ url: options.url, token: options.token });
     this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
     this.workflows = new Map((options.workflows ?? []).map((w) => [w.name, w]));
-    this.concurrency = options.concurrency ?? 10;
+    const concurrency = options.concurrency ?? 10;
+    this.limits = { TASK: concurrency, DECISION: options.decisionConcurrency ?? concurrency };
     this.logger = options.logger ?? console;
   }
 
@@ -205,35 +217,21 @@ export class Worker {
 
   private async loop(): Promise<void> {
     const heartbeats = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs ?? 5000);
-    let backoff = 100;
     try {
-      while (!this.stopping.signal.aborted) {
-        if (this.inFlight.size >= this.concurrency) {
-          await Promise.race(this.inFlight);
-          continue;
-        }
-        let items: WorkItem[];
-        try {
-          items = await this.poll(this.concurrency - this.inFlight.size);
-          backoff = 100;
-        } catch (error) {
-          if (this.stopping.signal.aborted) break;
-          this.logger.warn(`[baton worker] poll failed (${(error as Error).message}); retrying in ${backoff} ms`);
-          await new Promise((resolve) => setTimeout(resolve, backoff));
-          backoff = Math.min(backoff * 2, 5000);
-          continue;
-        }
-        this.start(items);
-        if (items.length > 0) await this.reportsFirst();
-      }
+      // One long poll per kind of work, each for its own free slots (as Temporal's workflow and
+      // activity pollers): a poll for decisions is never stuck behind full task slots.
+      const pollers: Array<Promise<void>> = [];
+      if (this.workflows.size > 0) pollers.push(this.pollLoop('DECISION'));
+      if (this.tasks.size > 0) pollers.push(this.pollLoop('TASK'));
+      await Promise.all(pollers.length > 0 ? pollers : [this.stopped]);
       const grace = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), this.options.shutdownGraceMs ?? 30_000).unref());
-      const finished = await Promise.race([Promise.all(this.inFlight).then(() => true), grace]);
+      const finished = await Promise.race([Promise.all(this.allInFlight()).then(() => true), grace]);
       if (!finished) {
         for (const [ref, running] of this.running) {
           this.releasing.add(ref);
           running.abort.abort(new Error('the worker is shutting down'));
         }
-        await Promise.race([Promise.all(this.inFlight), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+        await Promise.race([Promise.all(this.allInFlight()), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       }
       await this.flush();
     } finally {
@@ -241,11 +239,45 @@ export class Worker {
     }
   }
 
+  private allInFlight(): Array<Promise<void>> {
+    return [...this.inFlight.DECISION, ...this.inFlight.TASK];
+  }
+
+  private free(kind: WorkKind): number {
+    return this.limits[kind] - this.inFlight[kind].size;
+  }
+
+  /** Polls for one kind of work whenever that kind has a free slot, until shutdown. */
+  private async pollLoop(kind: WorkKind): Promise<void> {
+    let backoff = 100;
+    while (!this.stopping.signal.aborted) {
+      const free = this.free(kind);
+      if (free <= 0) {
+        await Promise.race([...this.inFlight[kind], this.stopped]);
+        continue;
+      }
+      let items: WorkItem[];
+      try {
+        items = await this.poll(kind, free);
+        backoff = 100;
+      } catch (error) {
+        if (this.stopping.signal.aborted) break;
+        this.logger.warn(`[baton worker] poll failed (${(error as Error).message}); retrying in ${backoff} ms`);
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(backoff * 2, 5000);
+        continue;
+      }
+      this.start(items);
+      if (items.length > 0) await this.reportsFirst();
+    }
+  }
+
   /** Runs claimed items (from a poll, or from a report's answer). */
   private start(items: WorkItem[]): void {
     for (const item of items) {
-      const work = (item.kind === 'DECISION' ? this.decide(item) : this.execute(item)).finally(() => this.inFlight.delete(work));
-      this.inFlight.add(work);
+      const slots = this.inFlight[item.kind];
+      const work = (item.kind === 'DECISION' ? this.decide(item) : this.execute(item)).finally(() => slots.delete(work));
+      slots.add(work);
     }
   }
 
@@ -275,7 +307,8 @@ export class Worker {
     });
   }
 
-  private async poll(maxItems: number): Promise<WorkItem[]> {
+  private async poll(kind: WorkKind, free: number): Promise<WorkItem[]> {
+    const maxItems = Math.min(free, 100);
     const waitMs = this.options.pollWaitMs ?? 20_000;
     const data = await this.client.request<{ pollWork: WorkItem[] }>(
       POLL_WORK,
@@ -285,7 +318,9 @@ export class Worker {
           environment: this.options.environment,
           workerId: this.workerId,
           ...this.registration,
-          maxItems: Math.min(maxItems, 100),
+          maxItems,
+          maxDecisions: kind === 'DECISION' ? maxItems : 0,
+          maxTasks: kind === 'TASK' ? maxItems : 0,
           waitMs,
         },
       },
@@ -493,8 +528,10 @@ export class Worker {
   private async send(decisions: DecisionReport[], tasks: TaskReport[], until: number): Promise<void> {
     if (decisions.length + tasks.length === 0) return;
     // The reported items leave their slots as this report ends: those slots may take eager work.
-    const free = Math.min(100, this.concurrency - this.inFlight.size + decisions.length + tasks.length);
-    const claim = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && free > 0 ? { ...this.registration, maxItems: free } : null;
+    const maxDecisions = Math.min(100, Math.max(0, this.free('DECISION') + decisions.length));
+    const maxTasks = Math.min(100, Math.max(0, this.free('TASK') + tasks.length));
+    const maxItems = Math.min(100, maxDecisions + maxTasks);
+    const claim = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && maxItems > 0 ? { ...this.registration, maxItems, maxDecisions, maxTasks } : null;
     for (let attempt = 0; ; attempt++) {
       try {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[]; decided?: WireDecided[] } }>(REPORT_WORK, {

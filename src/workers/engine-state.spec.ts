@@ -96,6 +96,25 @@ describe('EngineState', () => {
     expect(candidates(['Onboarding'], [], { max: 5 })).toHaveLength(2);
   });
 
+  it('bounds each kind apart when asked (a worker whose decision and task slots are counted apart)', () => {
+    const { apply, candidates, state } = engine();
+    const ids = [WF, WF2, `${WF2}-3`];
+    // Each workflow has a decision pending (an event arrived) and a task to claim.
+    for (const id of ids) apply(id, dispatched(id), decisionStarted(`d-${id}`), decisionCompleted(`d-${id}`), taskScheduled(0), { type: 'WorkflowEventReceived', data: { name: 'x', data: [] } });
+    const kinds = (found: Array<{ kind: string }>) => ({ decision: found.filter((c) => c.kind === 'decision').length, task: found.filter((c) => c.kind === 'task').length });
+    const capped = (caps: { decision?: number; task?: number }, max = 10) => kinds(state.candidates('demo', 'test', ['Onboarding'], ['sendEmail'], max, new Set(), caps));
+    expect(kinds(candidates(['Onboarding'], ['sendEmail']))).toEqual({ decision: 3, task: 3 });
+    expect(capped({ decision: 1 })).toEqual({ decision: 1, task: 3 });
+    expect(capped({ decision: 0 })).toEqual({ decision: 0, task: 3 });
+    expect(capped({ task: 0 })).toEqual({ decision: 3, task: 0 });
+    expect(capped({ decision: 2, task: 1 })).toEqual({ decision: 2, task: 1 });
+    expect(capped({ decision: 0, task: 0 })).toEqual({ decision: 0, task: 0 });
+    // The total still bounds both.
+    expect(capped({ decision: 3, task: 3 }, 4)).toMatchObject({ decision: expect.any(Number), task: expect.any(Number) });
+    const both = capped({ decision: 3, task: 3 }, 4);
+    expect(both.decision + both.task).toBe(4);
+  });
+
   it('keeps due times in a heap: a lease to expire, announced when it is the earliest, taken once', () => {
     const { state, apply, clock } = engine();
     const announced: number[] = [];

@@ -61,6 +61,9 @@ export interface Candidate {
   kind: 'decision' | 'task';
 }
 
+/** Most candidates of each kind (absent: no cap but the total), for a worker whose decision and task slots are counted apart. */
+export type KindCaps = Partial<Record<Candidate['kind'], number>>;
+
 /** What an index key names: the decision (`wf:<id>`), a task (`wf:<id>#<seq>`), a timer (`tm:<id>#<seq>`), a standalone task (`task:<id>`). */
 export type DueRef =
   | { kind: 'decision'; workflowId: string }
@@ -264,31 +267,46 @@ export class EngineState {
    * Up to `max` claimable items for a worker serving these workflow names (with versions) and
    * task names, skipping refs in `exclude` (claims already under way on this instance). Fair:
    * decisions of each workflow name and tasks of each task name take turns, starting with a
-   * different one at each call, so no name starves while others have a backlog.
+   * different one at each call, so no name starves while others have a backlog. `caps` bounds
+   * each kind apart (a worker's decision and task slots are counted apart).
    */
-  candidates(appId: string, environment: string, workflows: string[], tasks: string[], max: number, exclude: Set<string>): Candidate[] {
+  candidates(appId: string, environment: string, workflows: string[], tasks: string[], max: number, exclude: Set<string>, caps: KindCaps = {}): Candidate[] {
     const index = this.scopes.get(scopeKey(appId, environment));
     if (!index || max <= 0) return [];
-    const sources: Array<Iterator<Candidate>> = [];
-    for (const base of new Set(workflows.map(baseName))) {
-      const ids = index.decisions.get(base);
-      if (ids?.size) sources.push(this.decisionCandidates(ids, workflows, exclude));
+    const sources: Array<{ kind: Candidate['kind']; items: Iterator<Candidate> }> = [];
+    if ((caps.decision ?? max) > 0) {
+      for (const base of new Set(workflows.map(baseName))) {
+        const ids = index.decisions.get(base);
+        if (ids?.size) sources.push({ kind: 'decision', items: this.decisionCandidates(ids, workflows, exclude) });
+      }
     }
-    for (const name of new Set(tasks)) {
-      const refs = index.tasks.get(name);
-      if (refs?.size) sources.push(taskCandidates(refs, exclude));
+    if ((caps.task ?? max) > 0) {
+      for (const name of new Set(tasks)) {
+        const refs = index.tasks.get(name);
+        if (refs?.size) sources.push({ kind: 'task', items: taskCandidates(refs, exclude) });
+      }
     }
     const found: Candidate[] = [];
+    const taken = { decision: 0, task: 0 };
     const start = this.turn++ % Math.max(1, sources.length);
-    const live = [...sources.slice(start), ...sources.slice(0, start)];
+    let live = [...sources.slice(start), ...sources.slice(0, start)];
     while (found.length < max && live.length > 0) {
       for (let i = 0; i < live.length && found.length < max; ) {
-        const next = live[i].next();
-        if (next.done) live.splice(i, 1);
-        else {
-          found.push(next.value);
-          i++;
+        const source = live[i];
+        const next = source.items.next();
+        if (next.done) {
+          live.splice(i, 1);
+          continue;
         }
+        found.push(next.value);
+        if (++taken[source.kind] < (caps[source.kind] ?? max)) {
+          i++;
+          continue;
+        }
+        // A kind at its cap (the worker's slots for it are full) takes no more turns.
+        const before = live.slice(0, i).filter((s) => s.kind !== source.kind).length;
+        live = live.filter((s) => s.kind !== source.kind);
+        i = before;
       }
     }
     return found;

@@ -13,7 +13,7 @@ import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../t
 import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
-import { Candidate, EngineState } from './engine-state.js';
+import { Candidate, EngineState, type KindCaps } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
 import { parseJson, rejection, reportedCommands } from './worker-input-limits.js';
 import {
@@ -91,12 +91,15 @@ export class EngineService {
   async poll(input: PollWorkInput, signal?: AbortSignal): Promise<WorkItem[]> {
     const max = input.maxItems ?? 10;
     const deadline = Date.now() + (input.waitMs ?? 20_000);
-    const taskNames = input.tasks.map((t) => t.name);
+    const caps = kindCaps(input);
+    // A kind the worker has no slot for is neither claimed nor waited for.
+    const workflows = caps.decision === 0 ? [] : input.workflows;
+    const taskNames = caps.task === 0 ? [] : input.tasks.map((t) => t.name);
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const budget = this.answerBudget();
     for (;;) {
       if (signal?.aborted) return [];
-      const candidates = this.engine.candidates(input.appId, input.environment, input.workflows, taskNames, max, this.claiming);
+      const candidates = this.engine.candidates(input.appId, input.environment, workflows, taskNames, max, this.claiming, caps);
       const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
       if (items.length > 0) return items;
       const remaining = deadline - Date.now();
@@ -104,11 +107,12 @@ export class EngineService {
       // Candidates that could not be claimed were taken elsewhere (another instance, whose event
       // this one has not projected yet): give the log a moment instead of spinning on them.
       const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);
-      const offered = await this.park(input, policies, budget, wait, signal);
+      const offered = await this.park(input, workflows, taskNames, policies, budget, wait, signal);
       const item = offered && (await offered);
       if (item) {
         // Whatever else became claimable meanwhile goes in the same answer.
-        const more = max > 1 ? this.engine.candidates(input.appId, input.environment, input.workflows, taskNames, max - 1, this.claiming) : [];
+        const rest = { decision: (caps.decision ?? max) - (item.kind === WorkKind.DECISION ? 1 : 0), task: (caps.task ?? max) - (item.kind === WorkKind.TASK ? 1 : 0) };
+        const more = max > 1 ? this.engine.candidates(input.appId, input.environment, workflows, taskNames, max - 1, this.claiming, rest) : [];
         const others = (await Promise.all(more.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
         return [item, ...others];
       }
@@ -120,10 +124,10 @@ export class EngineService {
    * hand it the new workflow's first decision directly (`offerDecision`). Resolves with that
    * claim when one was handed over.
    */
-  private async park(input: PollWorkInput, policies: Policies, budget: AnswerBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
+  private async park(input: PollWorkInput, workflows: string[], tasks: string[], policies: Policies, budget: AnswerBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
     const scope = `${input.appId}\u0000${input.environment}`;
     const handoff = new AbortController();
-    const poll: ParkedPoll = { input, policies, budget, names: new Set(input.workflows.map(baseName)), signal, wake: () => handoff.abort() };
+    const poll: ParkedPoll = { input, policies, budget, names: new Set(workflows.map(baseName)), signal, wake: () => handoff.abort() };
     let polls = this.parked.get(scope);
     if (!polls) this.parked.set(scope, (polls = new Set()));
     polls.add(poll);
@@ -131,7 +135,7 @@ export class EngineService {
     const forward = () => handoff.abort();
     signal?.addEventListener('abort', forward, { once: true });
     try {
-      await this.engine.waitForWork(input.appId, input.environment, input.workflows, input.tasks.map((t) => t.name), waitMs, handoff.signal);
+      await this.engine.waitForWork(input.appId, input.environment, workflows, tasks, waitMs, handoff.signal);
     } finally {
       signal?.removeEventListener('abort', forward);
       polls.delete(poll);
@@ -453,8 +457,10 @@ export class EngineService {
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
     const budget = this.answerBudget();
+    const left = { decision: claim.maxDecisions ?? claim.maxItems, task: claim.maxTasks ?? claim.maxItems };
     const take = (candidate: Candidate) => {
-      if (claims.length >= claim.maxItems || this.claiming.has(candidate.ref)) return;
+      if (claims.length >= claim.maxItems || left[candidate.kind] <= 0 || this.claiming.has(candidate.ref)) return;
+      left[candidate.kind]--;
       claims.push(this.claim(as, candidate, policies, { opportunistic: true }, budget));
     };
     return {
@@ -704,4 +710,12 @@ function scoped<S extends { status: string; appId?: string; environment?: string
     inScope(state, scope, id);
     return command;
   };
+}
+
+/** The per-kind caps a poll asked for (`maxDecisions`, `maxTasks`); absent, only `maxItems` bounds it. */
+function kindCaps(input: { maxDecisions?: number | null; maxTasks?: number | null }): KindCaps {
+  const caps: KindCaps = {};
+  if (input.maxDecisions !== null && input.maxDecisions !== undefined) caps.decision = input.maxDecisions;
+  if (input.maxTasks !== null && input.maxTasks !== undefined) caps.task = input.maxTasks;
+  return caps;
 }

@@ -43,6 +43,19 @@ describe('worker ids', () => {
   });
 });
 
+describe('slots a worker asks work for', () => {
+  it('pollWork and the eager claim take maxDecisions and maxTasks from 0 to 100, and refuse anything else naming the field', async () => {
+    const pipe = batonValidationPipe();
+    await expect(pipe.transform(poll({ maxItems: 5, maxDecisions: 0, maxTasks: 5 }), { type: GQL_ARGS, metatype: PollWorkInput as never, data: 'input' })).resolves.toBeDefined();
+    expect((await refusal(PollWorkInput, poll({ maxDecisions: -1 }))).field).toBe('maxDecisions');
+    expect((await refusal(PollWorkInput, poll({ maxTasks: 101 }))).field).toBe('maxTasks');
+    expect((await refusal(PollWorkInput, poll({ maxTasks: 1.5 }))).field).toBe('maxTasks');
+    const report = (claim: Record<string, unknown>) => ({ ...scope, workerId: 'w-1', claim: { workflows: [], tasks: [], maxItems: 1, ...claim } });
+    expect((await refusal(ReportWorkInput, report({ maxDecisions: -1 }))).field).toBe('claim.maxDecisions');
+    expect((await refusal(ReportWorkInput, report({ maxTasks: 101 }))).field).toBe('claim.maxTasks');
+  });
+});
+
 describe('names a worker registers', () => {
   it('pollWork refuses an empty workflow name, one with a control character and one of 257 characters', async () => {
     for (const workflows of [[''], ['Flow', 'a\u0000'], ['n'.repeat(257)]]) {

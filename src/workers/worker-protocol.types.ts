@@ -106,6 +106,26 @@ export class PollWorkInput extends AppScopedInput {
   @Max(100)
   maxItems?: number | null;
 
+  @Field(() => Int, {
+    nullable: true,
+    description: 'Most decisions among them (the worker\'s free decision slots; 0 claims none and does not wait for any). Absent: only `maxItems` bounds them.',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  maxDecisions?: number | null;
+
+  @Field(() => Int, {
+    nullable: true,
+    description: 'Most task attempts among them (the worker\'s free task slots; 0 claims none and does not wait for any). Absent: only `maxItems` bounds them.',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  maxTasks?: number | null;
+
   @Field(() => Int, { nullable: true, description: 'How long to wait for work when there is none, in ms (default 20000, at most 60000; 0 answers at once).' })
   @IsOptional()
   @IsInt()
@@ -170,6 +190,20 @@ export class EagerClaimInput {
   @Min(0)
   @Max(100)
   maxItems: number;
+
+  @Field(() => Int, { nullable: true, description: 'Most decisions among them (the worker\'s free decision slots). Absent: only `maxItems` bounds them.' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  maxDecisions?: number | null;
+
+  @Field(() => Int, { nullable: true, description: 'Most task attempts among them (the worker\'s free task slots). Absent: only `maxItems` bounds them.' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  maxTasks?: number | null;
 }
 
 @InputType({ description: 'The decision whose whole run history a worker needs (it does not hold the run any more).' })
