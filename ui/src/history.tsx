@@ -6,8 +6,6 @@ import { ApiError, HISTORY_PAGE, HistoryEvent, Scope, readHistoryPage } from './
 interface Loaded {
   key: string;
   events: HistoryEvent[];
-  /** The same events in blocks of `HISTORY_PAGE`: appending replaces the last block only. */
-  blocks: HistoryEvent[][];
   /** The last read ended the history: the events shown are all of it (as of that read). */
   complete: boolean;
   /** Request length the service answered last (smaller than a page after PAYLOAD_TOO_LARGE). */
@@ -20,11 +18,6 @@ interface Loaded {
 export interface HistoryView {
   /** The events read so far, from the first on, in order. */
   events: HistoryEvent[];
-  /**
-   * The same events in blocks of `HISTORY_PAGE`, each kept (the same array) when more are read:
-   * a page renders a block once, however long the history grows.
-   */
-  blocks: HistoryEvent[][];
   /** The events read are the whole history: the last read ended it, or the service counts no more. */
   complete: boolean;
   /** The history's length: the service's count (`historyLength`), or more when more were read since. */
@@ -40,20 +33,6 @@ export interface HistoryView {
   rest: () => void;
 }
 
-/** `blocks` with `events` added: the last block filled up to `HISTORY_PAGE` (a new array), then new blocks. */
-function appendToBlocks(blocks: HistoryEvent[][], events: HistoryEvent[]): HistoryEvent[][] {
-  if (events.length === 0) return blocks;
-  const result = blocks.slice();
-  let rest = events;
-  const last = result[result.length - 1];
-  if (last && last.length < HISTORY_PAGE) {
-    result[result.length - 1] = last.concat(rest.slice(0, HISTORY_PAGE - last.length));
-    rest = rest.slice(HISTORY_PAGE - last.length);
-  }
-  for (let i = 0; i < rest.length; i += HISTORY_PAGE) result.push(rest.slice(i, i + HISTORY_PAGE));
-  return result;
-}
-
 /**
  * A workflow's or schedule's history, read in pages of `HISTORY_PAGE` events: the first page at
  * once, the next ones when asked (`more`, `rest`). Once the events read reach the end, its new
@@ -63,7 +42,7 @@ function appendToBlocks(blocks: HistoryEvent[][], events: HistoryEvent[]): Histo
 export function useHistory(kind: 'workflow' | 'schedule', scope: Scope, id: string, historyLength: number | undefined, intervalMs = 2000): HistoryView {
   const key = `${kind} ${scope.appId} ${scope.environment} ${id}`;
   const ref = useRef<Loaded | null>(null);
-  if (ref.current?.key !== key) ref.current = { key, events: [], blocks: [], complete: false, size: HISTORY_PAGE, queue: Promise.resolve(), pending: 0 };
+  if (ref.current?.key !== key) ref.current = { key, events: [], complete: false, size: HISTORY_PAGE, queue: Promise.resolve(), pending: 0 };
   const loaded = ref.current;
   const [, setVersion] = useState(0);
   const [error, setError] = useState<string | null>(null);
@@ -81,7 +60,6 @@ export function useHistory(kind: 'workflow' | 'schedule', scope: Scope, id: stri
       if (ref.current !== l) return false;
       l.size = page.size;
       l.events = l.events.concat(page.events);
-      l.blocks = appendToBlocks(l.blocks, page.events);
       l.complete = page.ended;
       setError(null);
       return !page.ended;
@@ -125,7 +103,6 @@ export function useHistory(kind: 'workflow' | 'schedule', scope: Scope, id: stri
 
   return {
     events: loaded.events,
-    blocks: loaded.blocks,
     complete: atEnd(loaded) && loaded.events.length >= (historyLength ?? 0),
     total: Math.max(historyLength ?? 0, loaded.events.length),
     loading: loaded.events.length === 0 && !loaded.complete,

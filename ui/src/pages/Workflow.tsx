@@ -3,6 +3,7 @@ import { memo, useMemo, useState } from 'react';
 import { HistoryEvent, gql } from '../api';
 import { HistoryProgress, useHistory } from '../history';
 import { ConfirmButton, JsonBlock, StateBadge, shortId, time, useAction, usePolling, useSession } from '../shared';
+import { useWindowedList } from '../windowed';
 
 const WORKFLOW = `query($appId: String!, $environment: String!, $id: ID!, $children: WorkflowFilterInput!) {
   workflow(appId: $appId, environment: $environment, id: $id) { id name version tag state input output error parentId scheduleId createdAt updatedAt historyLength }
@@ -136,41 +137,65 @@ const TasksTable = memo(function TasksTable({ tasks }: { tasks: TaskRow[] }) {
   );
 });
 
-/**
- * One block of the timeline (up to `HISTORY_PAGE` events). Memoised: reading more of the history
- * or refreshing the workflow renders only the block that changed, not every event again.
- */
-const TimelineBlock = memo(function TimelineBlock({ events }: { events: HistoryEvent[] }) {
+/** One event of the timeline. Memoised: scrolling renders the rows that come into view, not these again. */
+const TimelineRow = memo(function TimelineRow({ e, index, count }: { e: HistoryEvent; index: number; count: number }) {
   return (
-    <Accordion multiple variant="contained" chevronPosition="left">
-      {events.map((e) => (
-        <Accordion.Item key={e.revision} value={String(e.revision)}>
-          <Accordion.Control>
-            <Group gap="sm" wrap="nowrap">
-              <Text size="xs" c="dimmed" miw={28}>
-                {e.revision}
-              </Text>
-              <Badge variant="light" color={/Failed|Terminated/.test(e.type) ? 'red' : /Completed|Retried/.test(e.type) ? 'green' : 'blue'} w={190}>
-                {e.type}
-              </Badge>
-              <Text size="sm" style={{ flex: 1 }} lineClamp={1} data-testid="timeline-summary">
-                {summary(e)}
-              </Text>
-              {e.data?.attempt !== undefined && <Badge variant="outline">attempt {e.data.attempt}</Badge>}
-              <Text size="xs" c="dimmed">
-                {e.metadata?.actor}
-              </Text>
-              <Text size="xs" c="dimmed" w={150}>
-                {time(e.recordedAt)}
-              </Text>
-            </Group>
-          </Accordion.Control>
-          <Accordion.Panel>
-            <Code block>{JSON.stringify({ data: e.data, metadata: e.metadata }, null, 2)}</Code>
-          </Accordion.Panel>
-        </Accordion.Item>
-      ))}
-    </Accordion>
+    <Accordion.Item value={String(e.revision)} data-index={index} role="listitem" aria-setsize={count} aria-posinset={index + 1}>
+      <Accordion.Control>
+        <Group gap="sm" wrap="nowrap">
+          <Text size="xs" c="dimmed" miw={28}>
+            {e.revision}
+          </Text>
+          <Badge variant="light" color={/Failed|Terminated/.test(e.type) ? 'red' : /Completed|Retried/.test(e.type) ? 'green' : 'blue'} w={190}>
+            {e.type}
+          </Badge>
+          <Text size="sm" style={{ flex: 1 }} lineClamp={1} data-testid="timeline-summary">
+            {summary(e)}
+          </Text>
+          {e.data?.attempt !== undefined && <Badge variant="outline">attempt {e.data.attempt}</Badge>}
+          <Text size="xs" c="dimmed">
+            {e.metadata?.actor}
+          </Text>
+          <Text size="xs" c="dimmed" w={150}>
+            {time(e.recordedAt)}
+          </Text>
+        </Group>
+      </Accordion.Control>
+      <Accordion.Panel>
+        <Code block>{JSON.stringify({ data: e.data, metadata: e.metadata }, null, 2)}</Code>
+      </Accordion.Panel>
+    </Accordion.Item>
+  );
+});
+
+/**
+ * The timeline in its own scroll box, windowed: only the events in and near its view are in the
+ * page (a history of 40,000 events rendered whole took seconds and stayed heavy). Which events are
+ * expanded is kept here, by revision, so an expanded event scrolled away and back is still open.
+ * The box is focusable, so the keyboard scrolls it; the rows say their place in the whole list.
+ */
+const Timeline = memo(function Timeline({ events }: { events: HistoryEvent[] }) {
+  const [expanded, setExpanded] = useState<string[]>([]);
+  const list = useWindowedList(events.length);
+  return (
+    <div
+      ref={list.scrollRef}
+      onScroll={list.onScroll}
+      tabIndex={0}
+      role="region"
+      aria-label={`Timeline: ${events.length.toLocaleString('en')} events`}
+      data-testid="timeline"
+      // (no scroll anchoring: the browser would chase rows that come and go as it scrolls)
+      style={{ maxHeight: '70vh', overflowY: 'auto', overflowAnchor: 'none', border: events.length ? '1px solid var(--mantine-color-default-border)' : undefined, borderRadius: 'var(--mantine-radius-sm)' }}
+    >
+      <div ref={list.rowsRef} role="list" aria-label="History events" style={{ paddingTop: list.before, paddingBottom: list.after }}>
+        <Accordion multiple value={expanded} onChange={setExpanded} chevronPosition="left">
+          {events.slice(list.start, list.end).map((e, i) => (
+            <TimelineRow key={e.revision} e={e} index={list.start + i} count={events.length} />
+          ))}
+        </Accordion>
+      </div>
+    </div>
   );
 });
 
@@ -306,11 +331,7 @@ export function WorkflowPage({ id }: { id: string }) {
             {timeline.error}
           </Alert>
         )}
-        <Stack gap="xs" data-testid="timeline">
-          {timeline.blocks.map((events) => (
-            <TimelineBlock key={events[0].revision} events={events} />
-          ))}
-        </Stack>
+        <Timeline key={id} events={timeline.events} />
         {!timeline.complete && !timeline.loading && (
           <Group mt="xs">
             <HistoryProgress history={timeline} testId="history-bottom" />
