@@ -155,7 +155,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxDecisionCommands: int('MAX_DECISION_COMMANDS', DEFAULT_LIMITS.decisionCommands, 1, 1_000_000),
     maxQueryComplexity: int('MAX_QUERY_COMPLEXITY', 100_000, 10, 100_000_000),
     maxResponseBytes: int('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-    maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 64, 1, 100_000),
+    maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 128, 1, 100_000),
     maxAwaitsPerToken: int('MAX_AWAITS_PER_TOKEN', 10_000, 1, 10_000_000),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
