@@ -1,0 +1,163 @@
+/** A first-in first-out queue on an array: O(1) amortised push and shift, no per-item allocation. */
+class Fifo<T> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
+
+  get size(): number {
+    return this.items.length - this.head;
+  }
+
+  get first(): T | undefined {
+    return this.items[this.head];
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.head === this.items.length) return undefined;
+    const item = this.items[this.head];
+    this.items[this.head++] = undefined;
+    // Drop the consumed front once it is half the array (each item is moved at most once more).
+    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+/** One event whose effect is held: queued in its app's queue, then running, then finished. */
+export interface HeldEffect<T> {
+  readonly position: bigint;
+  readonly app: string;
+  /** Waits for every earlier effect of its app, and holds every later one until it is finished. */
+  readonly barrier: boolean;
+  readonly bytes: number;
+  readonly item: T;
+  finished: boolean;
+}
+
+interface AppQueue<T> {
+  readonly app: string;
+  readonly queued: Fifo<HeldEffect<T>>;
+  running: number;
+  barrierRunning: boolean;
+  /** In the ring of apps whose next effect may start. */
+  inRing: boolean;
+}
+
+export interface EffectsQueueLimits {
+  /** Effects running at once, all apps together. */
+  maxRunning: number;
+  /** Effects held (queued or running), all apps together: `full` past this... */
+  maxHeldEvents: number;
+  /** ...or past this many bytes of their events. */
+  maxHeldBytes: number;
+}
+
+/**
+ * The effects reactor's scheduling, apart from carrying effects out: a FIFO queue per app, and
+ * the next effect to start taken round robin from a ring of the apps whose next effect may start,
+ * so one app's backlog does not hold another app's effects. Within an app, a barrier (a
+ * `ControlRequested`) starts once every earlier effect of its app is finished, and later ones
+ * start once it is finished; other apps go on. `oldestUnfinished` is where the checkpoint must
+ * stay before: the oldest effect, of any app, not finished (queued or running).
+ *
+ * Every operation is O(1) amortised: nothing grows with the number of apps or the backlog.
+ */
+export class EffectsQueue<T> {
+  private readonly apps = new Map<string, AppQueue<T>>();
+  private readonly ring = new Fifo<AppQueue<T>>();
+  /** Every held effect in the order added (positions increase), finished ones dropped from the front. */
+  private readonly order = new Fifo<HeldEffect<T>>();
+  private heldCount = 0;
+  private heldBytesTotal = 0;
+  private runningCount = 0;
+
+  constructor(private readonly limits: EffectsQueueLimits) {}
+
+  get running(): number {
+    return this.runningCount;
+  }
+
+  get held(): number {
+    return this.heldCount;
+  }
+
+  get heldBytes(): number {
+    return this.heldBytesTotal;
+  }
+
+  /** Nothing more should be added until an effect finishes (an empty queue always takes one, however large). */
+  get full(): boolean {
+    return this.heldCount > 0 && (this.heldCount >= this.limits.maxHeldEvents || this.heldBytesTotal >= this.limits.maxHeldBytes);
+  }
+
+  /** Queues an effect; `position` must be greater than every one added before. */
+  add(position: bigint, app: string, barrier: boolean, bytes: number, item: T): HeldEffect<T> {
+    const effect: HeldEffect<T> = { position, app, barrier, bytes, item, finished: false };
+    let queue = this.apps.get(app);
+    if (!queue) {
+      queue = { app, queued: new Fifo(), running: 0, barrierRunning: false, inRing: false };
+      this.apps.set(app, queue);
+    }
+    queue.queued.push(effect);
+    this.order.push(effect);
+    this.heldCount++;
+    this.heldBytesTotal += bytes;
+    this.enterRing(queue);
+    return effect;
+  }
+
+  /** The next effect to start (counted as running), round robin across apps; undefined when none may start now. */
+  next(): HeldEffect<T> | undefined {
+    if (this.runningCount >= this.limits.maxRunning) return undefined;
+    for (;;) {
+      const queue = this.ring.shift();
+      if (!queue) return undefined;
+      queue.inRing = false;
+      if (!this.mayStart(queue)) continue; // defensive: the ring holds only apps that may start
+      const effect = queue.queued.shift()!;
+      queue.running++;
+      if (effect.barrier) queue.barrierRunning = true;
+      this.runningCount++;
+      this.enterRing(queue);
+      return effect;
+    }
+  }
+
+  /** Marks a running effect finished (carried out, or skipped for good). */
+  finish(effect: HeldEffect<T>): void {
+    if (effect.finished) return;
+    effect.finished = true;
+    this.runningCount--;
+    this.heldCount--;
+    this.heldBytesTotal -= effect.bytes;
+    const queue = this.apps.get(effect.app)!;
+    queue.running--;
+    if (effect.barrier) queue.barrierRunning = false;
+    if (queue.running === 0 && queue.queued.size === 0) this.apps.delete(effect.app);
+    else this.enterRing(queue);
+    while (this.order.first?.finished) this.order.shift();
+  }
+
+  /** Position of the oldest effect not finished, queued or running, of any app (undefined when none). */
+  oldestUnfinished(): bigint | undefined {
+    return this.order.first?.position;
+  }
+
+  private mayStart(queue: AppQueue<T>): boolean {
+    const head = queue.queued.first;
+    if (!head || queue.barrierRunning) return false;
+    return !head.barrier || queue.running === 0;
+  }
+
+  private enterRing(queue: AppQueue<T>): void {
+    if (!queue.inRing && this.mayStart(queue)) {
+      queue.inRing = true;
+      this.ring.push(queue);
+    }
+  }
+}
