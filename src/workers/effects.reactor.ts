@@ -7,6 +7,7 @@ import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
 import { ScheduleCreator } from '../schedules/commands/create-schedule.js';
 import { BatonError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
+import { EffectsQueue } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { SelectorActions } from '../workflows/commands/selector-actions.js';
@@ -18,29 +19,44 @@ const REACTS_TO = new Set(['ChildWorkflowStarted', 'TaskDispatchRequested', 'Con
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 10_000;
 const SAVE_EVERY_MS = 200;
-/** Effects carried out at once (each holds one event and one append in progress). */
+/** Effects carried out at once, all apps together (each holds one event and one append in progress). */
 const MAX_IN_FLIGHT = 256;
+/**
+ * Events held (queued or running) before the subscription waits: by count, and by the size of
+ * their data (an event's metadata is small and bounded: counted as EVENT_OVERHEAD_BYTES). A
+ * decision of MAX_DECISION_COMMANDS (20,000 by default) fits, so another app's effect recorded
+ * after it is read, queued and started while that decision's effects run.
+ */
+const MAX_HELD_EVENTS = 32_768;
+const MAX_HELD_BYTES = 64 * 1024 * 1024;
+const EVENT_OVERHEAD_BYTES = 1024;
 
 /**
  * What a workflow's recorded decisions cause outside its own stream: starting children and
  * standalone tasks, acting on selected workflows, and telling a parent that its child ended.
  *
  * A checkpointed reactor: its own subscription to the log, from the checkpoint kept in the
- * read-model database (`rm_checkpoints.effects`), in order. Effects that create a stream (a
- * child, a standalone task, a schedule) or resolve a parent's child are independent of each
- * other and run side by side, up to MAX_IN_FLIGHT at once, so their appends share the group
- * commit: a decision that dispatches thousands of tasks no longer costs one commit (and one
- * read-model wait) per task, one after the other, while every other app's effects wait behind
- * it. A `ControlRequested` acts on workflows found through the read models, which must include
- * what the effects before it created (a child it then signals): it waits for every effect before
- * it, and nothing after it starts until it is done. An effect that fails for a transient reason
- * (the store did not answer, anything not a domain error) is retried with backoff; the
- * checkpoint moves only past events whose effects were carried out (just before the oldest
- * effect still running). Every effect is a command whose target decider
- * recognises its cause as already applied (a child or task with a deterministic id exists; a
- * parent's child is already resolved; a delivered event's `causeId`; a recorded
- * `ControlApplied`), so replaying from an older checkpoint, or running the reactor on several
- * instances at once, yields one event on any store.
+ * read-model database (`rm_checkpoints.effects`). It serves apps fairly: the subscription reads
+ * ahead while effects run, each event that causes an effect joins a FIFO queue for its app
+ * (`metadata.appId`, the app the effect acts in), and effects start round robin across the apps
+ * whose next effect may start, up to MAX_IN_FLIGHT at once (`EffectsQueue`): one app's decision
+ * of thousands of dispatches no longer holds the effects other apps recorded after it. What is
+ * held is bounded (MAX_HELD_EVENTS, MAX_HELD_BYTES); when it is full, the subscription's handler
+ * waits, and both stores wait for the handler before they deliver the next event. Effects that
+ * create a stream (a child, a standalone task, a schedule) or resolve a parent's child are
+ * independent of each other and run side by side, so their appends share the group commit. A
+ * `ControlRequested` acts on workflows found through the read models of its own app (selectors
+ * are scoped to the app, and children are created in their parent's app), which must include
+ * what its app's effects before it created (a child it then signals): it starts once every
+ * earlier effect of its app is finished, and its app's later effects start once it is finished;
+ * other apps go on. An effect that fails for a transient reason (the store did not answer,
+ * anything not a domain error) is retried with backoff; one that fails with a domain error is
+ * skipped. The checkpoint moves only past events whose effects were carried out: just before
+ * the oldest effect, of any app, not finished (queued or running). Every effect is a command
+ * whose target decider recognises its cause as already applied (a child or task with a
+ * deterministic id exists; a parent's child is already resolved; a delivered event's `causeId`;
+ * a recorded `ControlApplied`), so replaying from an older checkpoint, or running the reactor on
+ * several instances at once, yields one event on any store.
  */
 @Injectable()
 export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -48,10 +64,13 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   private subscription: Subscription | undefined;
   private stopped = false;
   private position = -1n;
-  /** The last event handed to the reactor (its effect started, done, or none needed). */
-  private handled = -1n;
-  /** Effects being carried out, by their event's position, oldest first. */
-  private readonly inFlight = new Map<bigint, Promise<void>>();
+  /** The last event handed to the reactor (its effect queued, or none needed); a restarted subscription goes on after it. */
+  private read = -1n;
+  private readonly queue = new EffectsQueue<RecordedEvent>({ maxRunning: MAX_IN_FLIGHT, maxHeldEvents: MAX_HELD_EVENTS, maxHeldBytes: MAX_HELD_BYTES });
+  /** Effects being carried out. */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Wakes the subscription's handler waiting for room in the queue. */
+  private wakeReader: (() => void) | undefined;
   private savedAt = 0;
   private saveTimer: NodeJS.Timeout | undefined;
   private readonly wakeRetries = new Set<() => void>();
@@ -79,14 +98,20 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     return this.position;
   }
 
+  /** Effects queued or running (for /health). */
+  get held(): number {
+    return this.queue.held;
+  }
+
   private start(): void {
     if (this.stopped || this.subscription) return;
-    this.position = this.rm.checkpoint(EFFECTS_CHECKPOINT);
+    if (this.read < 0n) this.read = this.position = this.rm.checkpoint(EFFECTS_CHECKPOINT);
+    // After a dropped subscription, what was read is still queued or done: go on after it.
     this.subscription = this.store.subscribe((event) => this.handle(event), {
-      after: this.position < 0n ? undefined : this.position,
+      after: this.read < 0n ? undefined : this.read,
       onError: (error) => {
         if (this.stopped) return;
-        this.logger.error(`effects subscription stopped at ${this.position}: ${error.message}; restarting in 1 s`);
+        this.logger.error(`effects subscription stopped after ${this.read} (checkpoint ${this.position}): ${error.message}; restarting in 1 s`);
         this.subscription = undefined;
         setTimeout(() => this.start(), 1000).unref();
       },
@@ -94,26 +119,37 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   }
 
   private async handle(recorded: RecordedEvent): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopped || recorded.position <= this.read) return;
     const event = this.registry.upcast(recorded);
     if (REACTS_TO.has(event.type)) {
-      const barrier = event.type === 'ControlRequested';
-      if (barrier) await Promise.all(this.inFlight.values());
-      else {
-        // Not once stopped: an effect cut short stays listed (the checkpoint stays before it), and racing it would spin.
-        while (!this.stopped && this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight.values());
-      }
+      // Backpressure: the store delivers the next event once this one is taken.
+      while (!this.stopped && this.queue.full) await new Promise<void>((resolve) => (this.wakeReader = resolve));
       if (this.stopped) return;
-      const running = this.carryOut(event).then((done) => {
+      const bytes = EVENT_OVERHEAD_BYTES + JSON.stringify(event.data ?? null).length;
+      this.queue.add(event.position, String(event.metadata.appId ?? ''), event.type === 'ControlRequested', bytes, event);
+      this.pump();
+    }
+    this.read = event.position;
+    this.advance();
+  }
+
+  /** Starts what may start now, round robin across apps. */
+  private pump(): void {
+    for (let next = this.stopped ? undefined : this.queue.next(); next; next = this.stopped ? undefined : this.queue.next()) {
+      const effect = next;
+      const running: Promise<void> = this.carryOut(effect.item).then((done) => {
+        this.inFlight.delete(running);
         if (!done) return; // stopped before it was carried out: the checkpoint stays before it
-        this.inFlight.delete(event.position);
+        this.queue.finish(effect);
+        if (!this.queue.full) {
+          this.wakeReader?.();
+          this.wakeReader = undefined;
+        }
+        this.pump();
         this.advance();
       });
-      this.inFlight.set(event.position, running);
-      if (barrier) await running;
+      this.inFlight.add(running);
     }
-    this.handled = event.position;
-    this.advance();
   }
 
   /** Carries an event's effect out, retrying transient failures; false when the reactor stopped first. */
@@ -146,11 +182,11 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     return false;
   }
 
-  /** Moves the checkpoint to just before the oldest effect still running (or to the last event handled). */
+  /** Moves the checkpoint to just before the oldest effect not finished, of any app (or to the last event read). */
   private advance(): void {
     if (this.stopped) return;
-    const oldest = this.inFlight.keys().next();
-    const done = oldest.done ? this.handled : oldest.value - 1n;
+    const oldest = this.queue.oldestUnfinished();
+    const done = oldest === undefined ? this.read : oldest - 1n;
     if (done > this.position) {
       this.position = done;
       this.save();
@@ -174,9 +210,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     for (const wake of [...this.wakeRetries]) wake();
+    // A handler waiting for room returns, so the subscription can close.
+    this.wakeReader?.();
+    this.wakeReader = undefined;
     await this.subscription?.close();
     // Appends already under way end; nothing new starts (the checkpoint is before what did not run).
-    await Promise.all(this.inFlight.values());
+    await Promise.all(this.inFlight);
     this.save(true);
   }
 
