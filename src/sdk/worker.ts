@@ -191,7 +191,7 @@ export class Worker {
    * workflows are served under their definitions' names (a later definition of the same name
    * replaces an earlier one).
    * @param options - Service, token, app, environment, definitions and tuning; see {@link WorkerOptions}.
-   * @throws TypeError when `url` is not a valid URL.
+   * @throws TypeError when `url` is not a valid URL, or `concurrency` or `decisionConcurrency` is not a whole number of at least 1.
    */
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -200,6 +200,10 @@ export class Worker {
     this.workflows = new Map((options.workflows ?? []).map((w) => [w.name, w]));
     const concurrency = options.concurrency ?? 10;
     this.limits = { TASK: concurrency, DECISION: options.decisionConcurrency ?? concurrency };
+    for (const [option, value] of [['concurrency', this.limits.TASK], ['decisionConcurrency', this.limits.DECISION]] as const) {
+      // A worker with no slot of a kind would never poll for it, and say nothing.
+      if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${option} must be a whole number of at least 1, not ${String(value)}`);
+    }
     this.logger = options.logger ?? console;
   }
 

@@ -119,6 +119,17 @@ describe('decision slots apart from task slots', () => {
   });
 });
 
+describe('slot options', () => {
+  it.each([
+    [{ concurrency: 0 }, 'concurrency'],
+    [{ decisionConcurrency: 0 }, 'decisionConcurrency'],
+    [{ decisionConcurrency: 2.5 }, 'decisionConcurrency'],
+    [{ concurrency: Number.NaN }, 'concurrency'],
+  ])('a Worker with %j is refused at construction, naming the option', (options, name) => {
+    expect(() => new Worker({ url: 'http://localhost:1', token: 't', appId: APP, environment: 'x', ...options })).toThrow(new TypeError(`${name} must be a whole number of at least 1, not ${String(Object.values(options)[0])}`));
+  });
+});
+
 describe('baton worker --decision-concurrency', () => {
   const baton = (...args: string[]) =>
     spawnSync(process.execPath, [join(process.cwd(), 'dist/src/cli/baton.js'), 'worker', 'dist/test/support/fixtures/workflows.js', '--url', service.url, '--token', service.token, '--app', APP, '--env', 'cli', ...args], {
