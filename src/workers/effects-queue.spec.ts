@@ -94,4 +94,22 @@ describe('EffectsQueue', () => {
     expect(finished).toBe(n);
     expect(queue.oldestUnfinished()).toBeUndefined();
   });
+
+  it('forgets a finished effect at once, even behind one that is still running (what it holds stays bounded by the unfinished)', () => {
+    const queue = new EffectsQueue<number>({ ...limits, maxRunning: 2 });
+    queue.add(0n, 'stuck', false, 1, -1);
+    const [stuck] = drain(queue);
+    for (let i = 1; i <= 1000; i++) {
+      queue.add(BigInt(i), 'other', false, 1, i);
+      for (const e of drain(queue)) queue.finish(e);
+    }
+    expect(queue.held).toBe(1);
+    expect(queue.oldestUnfinished()).toBe(0n);
+    // Nothing links the stuck effect to the thousand finished after it.
+    expect(stuck.newer).toBeUndefined();
+    queue.finish(stuck);
+    expect(queue.oldestUnfinished()).toBeUndefined();
+    queue.add(2000n, 'other', false, 1, 2000);
+    expect(queue.oldestUnfinished()).toBe(2000n);
+  });
 });

@@ -37,6 +37,9 @@ export interface HeldEffect<T> {
   readonly bytes: number;
   readonly item: T;
   finished: boolean;
+  /** Neighbours among the held effects, in position order (the queue's own list). */
+  older?: HeldEffect<T>;
+  newer?: HeldEffect<T>;
 }
 
 interface AppQueue<T> {
@@ -70,8 +73,13 @@ export interface EffectsQueueLimits {
 export class EffectsQueue<T> {
   private readonly apps = new Map<string, AppQueue<T>>();
   private readonly ring = new Fifo<AppQueue<T>>();
-  /** Every held effect in the order added (positions increase), finished ones dropped from the front. */
-  private readonly order = new Fifo<HeldEffect<T>>();
+  /**
+   * The held effects (queued or running) in the order added, positions increasing: a doubly linked
+   * list, so that a finished effect leaves it at once wherever it is. (A queue that dropped
+   * finished effects only from its front grew without bound behind one effect retried for long.)
+   */
+  private oldest: HeldEffect<T> | undefined;
+  private newest: HeldEffect<T> | undefined;
   private heldCount = 0;
   private heldBytesTotal = 0;
   private runningCount = 0;
@@ -104,7 +112,10 @@ export class EffectsQueue<T> {
       this.apps.set(app, queue);
     }
     queue.queued.push(effect);
-    this.order.push(effect);
+    effect.older = this.newest;
+    if (this.newest) this.newest.newer = effect;
+    else this.oldest = effect;
+    this.newest = effect;
     this.heldCount++;
     this.heldBytesTotal += bytes;
     this.enterRing(queue);
@@ -140,12 +151,16 @@ export class EffectsQueue<T> {
     if (effect.barrier) queue.barrierRunning = false;
     if (queue.running === 0 && queue.queued.size === 0) this.apps.delete(effect.app);
     else this.enterRing(queue);
-    while (this.order.first?.finished) this.order.shift();
+    if (effect.older) effect.older.newer = effect.newer;
+    else this.oldest = effect.newer;
+    if (effect.newer) effect.newer.older = effect.older;
+    else this.newest = effect.older;
+    effect.older = effect.newer = undefined;
   }
 
   /** Position of the oldest effect not finished, queued or running, of any app (undefined when none). */
   oldestUnfinished(): bigint | undefined {
-    return this.order.first?.position;
+    return this.oldest?.position;
   }
 
   private mayStart(queue: AppQueue<T>): boolean {
