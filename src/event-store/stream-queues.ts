@@ -12,6 +12,8 @@ import {
 /** Who asked, and when: becomes the events' metadata. */
 export interface CommandContext {
   actor: string;
+  /** The token of a worker's request (its actor is the worker id the worker gave). */
+  tokenId?: string;
   appId: string;
   environment: string;
   correlationId: string;

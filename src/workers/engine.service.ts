@@ -31,8 +31,12 @@ import {
   WorkKind,
 } from './worker-protocol.types.js';
 
-const workerContext = (input: { appId: string; environment: string; workerId: string }): CommandContext => ({
+/** A worker's request as the engine takes it: its input, and the token it came with. */
+type FromWorker<T> = T & { tokenId: string };
+
+const workerContext = (input: { appId: string; environment: string; workerId: string; tokenId: string }): CommandContext => ({
   actor: `worker:${input.workerId}`,
+  tokenId: input.tokenId,
   appId: input.appId,
   environment: input.environment,
   correlationId: currentCorrelationId() ?? uuidv7(),
@@ -88,7 +92,7 @@ export class EngineService {
     }
   }
 
-  async poll(input: PollWorkInput, signal?: AbortSignal): Promise<WorkItem[]> {
+  async poll(input: FromWorker<PollWorkInput>, signal?: AbortSignal): Promise<WorkItem[]> {
     const max = input.maxItems ?? 10;
     const deadline = Date.now() + (input.waitMs ?? 20_000);
     const caps = kindCaps(input);
@@ -124,7 +128,7 @@ export class EngineService {
    * hand it the new workflow's first decision directly (`offerDecision`). Resolves with that
    * claim when one was handed over.
    */
-  private async park(input: PollWorkInput, workflows: string[], tasks: string[], policies: Policies, budget: AnswerBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
+  private async park(input: FromWorker<PollWorkInput>, workflows: string[], tasks: string[], policies: Policies, budget: AnswerBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
     const scope = `${input.appId}\u0000${input.environment}`;
     const handoff = new AbortController();
     const poll: ParkedPoll = { input, policies, budget, names: new Set(workflows.map(baseName)), signal, wake: () => handoff.abort() };
@@ -168,7 +172,7 @@ export class EngineService {
   }
 
   private async claim(
-    input: PollWorkInput,
+    input: FromWorker<PollWorkInput>,
     candidate: Candidate,
     policies: Map<string, { retry: RetryPolicy; timeoutMs: number | null }>,
     options: RunOptions = {},
@@ -191,7 +195,7 @@ export class EngineService {
     return { left: total, total };
   }
 
-  private async claimDecision(input: PollWorkInput, ref: string, options: RunOptions, budget: AnswerBudget): Promise<WorkItem | null> {
+  private async claimDecision(input: FromWorker<PollWorkInput>, ref: string, options: RunOptions, budget: AnswerBudget): Promise<WorkItem | null> {
     const workflowId = ref.slice(3);
     const decisionId = uuidv7();
     const now = this.clock.now();
@@ -270,7 +274,7 @@ export class EngineService {
    * A claimed decision's run, for a worker that does not hold it (evicted, restarted) or whose
    * claim left it out: whole (`fromRevision` absent), or a page from `fromRevision` on.
    */
-  async decisionHistory(input: DecisionHistoryInput): Promise<string> {
+  async decisionHistory(input: FromWorker<DecisionHistoryInput>): Promise<string> {
     const parsed = parseRef(input.ref);
     if (parsed?.kind !== 'decision') throw new BadUserInputError('ref', `not a decision ref: ${input.ref}`);
     const { state } = await this.runner.state(`workflow-${parsed.workflowId}`, workflowDecider, workerContext(input));
@@ -331,7 +335,7 @@ export class EngineService {
   }
 
   private async claimTask(
-    input: PollWorkInput,
+    input: FromWorker<PollWorkInput>,
     ref: string,
     policies: Map<string, { retry: RetryPolicy; timeoutMs: number | null }>,
     options: RunOptions,
@@ -433,7 +437,7 @@ export class EngineService {
    * right behind the outcome on the same stream, so both go in one append, and the worker gets the
    * items in the answer instead of a poll round trip later.
    */
-  async report(input: ReportWorkInput): Promise<{ accepted: number; rejected: ReportRejection[]; items: WorkItem[]; decided: DecidedWork[] }> {
+  async report(input: FromWorker<ReportWorkInput>): Promise<{ accepted: number; rejected: ReportRejection[]; items: WorkItem[]; decided: DecidedWork[] }> {
     const context = workerContext(input);
     const eager = this.eagerClaims(input);
     const decided: DecidedWork[] = [];
@@ -449,10 +453,10 @@ export class EngineService {
     return { accepted: outcomes.length - rejected.length, rejected, items, decided };
   }
 
-  private eagerClaims(input: ReportWorkInput): EagerClaims | undefined {
+  private eagerClaims(input: FromWorker<ReportWorkInput>): EagerClaims | undefined {
     const claim = input.claim;
     if (!claim || claim.maxItems <= 0) return undefined;
-    const as: PollWorkInput = { appId: input.appId, environment: input.environment, workerId: input.workerId, workflows: claim.workflows, tasks: claim.tasks };
+    const as: FromWorker<PollWorkInput> = { appId: input.appId, environment: input.environment, workerId: input.workerId, tokenId: input.tokenId, workflows: claim.workflows, tasks: claim.tasks };
     const policies = new Map(claim.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
@@ -601,7 +605,7 @@ export class EngineService {
     return { basisDecisionId: input.basisDecisionId, decisionId: uuidv7(), workerId, version: input.version, now: at, leaseMs: this.config.leaseMs, commands, ids, queries };
   }
 
-  async heartbeat(input: HeartbeatInput): Promise<HeartbeatResult[]> {
+  async heartbeat(input: FromWorker<HeartbeatInput>): Promise<HeartbeatResult[]> {
     const context = workerContext(input);
     return Promise.all(input.attempts.map((a) => this.heartbeatOne(context, a.ref, a.attemptId)));
   }
@@ -676,7 +680,7 @@ type Policies = Map<string, { retry: RetryPolicy; timeoutMs: number | null }>;
 
 /** A long poll waiting on this instance, which a dispatch here may hand its first decision. */
 interface ParkedPoll {
-  input: PollWorkInput;
+  input: FromWorker<PollWorkInput>;
   policies: Policies;
   /** What its answer may still spend on histories. */
   budget: AnswerBudget;

@@ -53,7 +53,7 @@ export class WorkerProtocolResolver {
     this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
     const ended = this.registry.polling(input, principal.tokenId);
     try {
-      return await this.engine.poll(input, gone.signal);
+      return await this.engine.poll({ ...input, tokenId: principal.tokenId }, gone.signal);
     } finally {
       ended();
       socket?.off('close', onClose);
@@ -70,7 +70,7 @@ export class WorkerProtocolResolver {
     assertScope(principal, input.appId, input.environment);
     this.registry.seen(input);
     const screened = screenReport(input, this.limits);
-    const result = await this.engine.report(screened.input);
+    const result = await this.engine.report({ ...screened.input, tokenId: principal.tokenId });
     return { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected], items: result.items, decided: result.decided };
   }
 
@@ -84,7 +84,7 @@ export class WorkerProtocolResolver {
     @Args('input', { description: 'The worker and the decision it claimed.' }) input: DecisionHistoryInput,
   ): Promise<string> {
     assertScope(principal, input.appId, input.environment);
-    return this.engine.decisionHistory(input);
+    return this.engine.decisionHistory({ ...input, tokenId: principal.tokenId });
   }
 
   @Requires('worker')
@@ -95,6 +95,6 @@ export class WorkerProtocolResolver {
     assertScope(principal, input.appId, input.environment);
     checkHeartbeat(input, this.limits);
     this.registry.seen(input);
-    return this.engine.heartbeat(input);
+    return this.engine.heartbeat({ ...input, tokenId: principal.tokenId });
   }
 }

@@ -104,6 +104,22 @@ async function expectRefusedThenAccepted(decision: Claimed, workflowId: string, 
   return after;
 }
 
+describe("who a worker's events name", () => {
+  it('the actor is the worker id the worker gave, and tokenId the token it came with (an auditor can tell which token did what)', async () => {
+    const { id, decision } = await decisionOfNewWorkflow('Who');
+    expect(await reportDecision(decision, JSON.stringify([{ type: 'CompleteWorkflow', result: 1 }]))).toMatchObject({ accepted: 1 });
+    const viewer = expectData(await post(service, '{"query":"{ viewer { tokenId } }"}', workerToken)).viewer as { tokenId: string };
+    const history = await admin.history(id);
+    const byWorker = history.filter((e) => e.type === 'DecisionStarted' || e.type === 'DecisionCompleted').map((e) => JSON.parse(e.metadata) as Record<string, unknown>);
+    expect(byWorker).toHaveLength(2);
+    for (const metadata of byWorker) expect(metadata).toMatchObject({ actor: 'worker:input-test', tokenId: viewer.tokenId });
+    // The dispatch came through the API: its actor is the admin's token, and it names no other.
+    const dispatched = JSON.parse(history[0].metadata) as Record<string, unknown>;
+    expect(dispatched.actor).not.toMatch(/^worker:/);
+    expect(dispatched.tokenId).toBeUndefined();
+  });
+});
+
 describe('decision commands a worker reports', () => {
   it('a seq that no ref can name (1e300, 10 digits, beyond 2^53) is rejected and nothing is recorded; the task of a good seq is then claimable', async () => {
     const { id, decision } = await decisionOfNewWorkflow('Seq');
