@@ -167,6 +167,13 @@ export class Worker {
   private readonly releasing = new Set<string>();
   /** Work running, by kind (each holds one slot of its kind until its report is answered). */
   private readonly inFlight: Record<WorkKind, Set<Promise<void>>> = { DECISION: new Set(), TASK: new Set() };
+  /**
+   * Claimed work waiting for a slot of its kind, oldest first; heartbeated, so its lease holds.
+   * Claims can outrun the slots: a parked poll and a report's eager claim are both answered from
+   * the same free slots, and the service cannot know what the other was given. The slots bound
+   * what runs.
+   */
+  private readonly waiting: Record<WorkKind, WorkItem[]> = { DECISION: [], TASK: [] };
   private readonly stopping = new AbortController();
   private readonly stopped = new Promise<void>((resolve) => this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
   private decisionReports: DecisionReport[] = [];
@@ -228,8 +235,18 @@ export class Worker {
       if (this.workflows.size > 0) pollers.push(this.pollLoop('DECISION'));
       if (this.tasks.size > 0) pollers.push(this.pollLoop('TASK'));
       await Promise.all(pollers.length > 0 ? pollers : [this.stopped]);
+      // Tasks claimed but not started go back; waiting decisions run as slots free.
+      for (const item of this.waiting.TASK.splice(0)) this.release(item);
       const grace = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), this.options.shutdownGraceMs ?? 30_000).unref());
-      const finished = await Promise.race([Promise.all(this.allInFlight()).then(() => true), grace]);
+      // A report answered after the stop may have started more (its claim was sent before): wait for that too.
+      const settled = async () => {
+        for (let work = this.allInFlight(); work.length > 0; work = this.allInFlight()) {
+          await Promise.all(work);
+          await this.flushing;
+        }
+        return true;
+      };
+      const finished = await Promise.race([settled(), grace]);
       if (!finished) {
         for (const [ref, running] of this.running) {
           this.releasing.add(ref);
@@ -248,7 +265,7 @@ export class Worker {
   }
 
   private free(kind: WorkKind): number {
-    return this.limits[kind] - this.inFlight[kind].size;
+    return this.limits[kind] - this.inFlight[kind].size - this.waiting[kind].length;
   }
 
   /** Polls for one kind of work whenever that kind has a free slot, until shutdown. */
@@ -279,10 +296,32 @@ export class Worker {
   /** Runs claimed items (from a poll, or from a report's answer). */
   private start(items: WorkItem[]): void {
     for (const item of items) {
-      const slots = this.inFlight[item.kind];
-      const work = (item.kind === 'DECISION' ? this.decide(item) : this.execute(item)).finally(() => slots.delete(work));
-      slots.add(work);
+      if (item.kind === 'TASK' && this.stopping.signal.aborted) this.release(item);
+      else if (this.inFlight[item.kind].size < this.limits[item.kind]) this.runItem(item);
+      else this.waiting[item.kind].push(item);
     }
+  }
+
+  private runItem(item: WorkItem): void {
+    const slots = this.inFlight[item.kind];
+    const work = (item.kind === 'DECISION' ? this.decide(item) : this.execute(item)).finally(() => {
+      slots.delete(work);
+      // The slot goes to work already claimed before any poll asks for more.
+      const next = this.waiting[item.kind];
+      while (next.length > 0 && slots.size < this.limits[item.kind]) {
+        const waited = next.shift()!;
+        if (waited.kind === 'TASK' && this.stopping.signal.aborted) this.release(waited);
+        else this.runItem(waited);
+      }
+    });
+    slots.add(work);
+  }
+
+  /** Gives a claimed task attempt back unrun (shutting down): another worker gets it at once, and it does not count against its retries. */
+  private release(item: WorkItem): void {
+    this.taskReports.push({ ref: item.ref, attemptId: item.attemptId!, released: true });
+    this.reportLeases.push(Date.parse(item.leaseExpiresAt));
+    void this.scheduleFlush();
   }
 
   /**
@@ -604,19 +643,34 @@ export class Worker {
   }
 
   private async heartbeat(): Promise<void> {
-    if (this.running.size === 0 && this.deciding.size === 0) return;
+    const waiting = [...this.waiting.TASK, ...this.waiting.DECISION];
+    if (this.running.size === 0 && this.deciding.size === 0 && waiting.length === 0) return;
     // Decisions in progress too (inline steps can take a while): their id stands for the attempt.
-    const attempts = [...[...this.running].map(([ref, r]) => ({ ref, attemptId: r.attemptId })), ...[...this.deciding].map(([ref, decisionId]) => ({ ref, attemptId: decisionId }))];
-    try {
-      const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
-        input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts },
-      });
-      for (const h of heartbeat) {
-        // A decision the server gave up on is left to finish: its report will be refused.
-        if (h.cancel) this.running.get(h.ref)?.abort.abort(new Error(`cancelled by the server: ${h.reason ?? 'no reason given'}`));
+    // Work waiting for a slot too, so that its lease holds until it runs.
+    const attempts = [
+      ...[...this.running].map(([ref, r]) => ({ ref, attemptId: r.attemptId })),
+      ...[...this.deciding].map(([ref, decisionId]) => ({ ref, attemptId: decisionId })),
+      ...waiting.map((item) => ({ ref: item.ref, attemptId: (item.kind === 'TASK' ? item.attemptId : item.decisionId)! })),
+    ];
+    // At most 500 a request: the service takes MAX_REPORT_ITEMS (1,000 by default) in one.
+    for (let from = 0; from < attempts.length; from += 500) {
+      try {
+        const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
+          input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts: attempts.slice(from, from + 500) },
+        });
+        for (const h of heartbeat) {
+          if (!h.cancel) continue;
+          // A decision the server gave up on is left to finish: its report will be refused.
+          this.running.get(h.ref)?.abort.abort(new Error(`cancelled by the server: ${h.reason ?? 'no reason given'}`));
+          // Waiting work the server gave up on is not run.
+          for (const queue of [this.waiting.TASK, this.waiting.DECISION]) {
+            const at = queue.findIndex((item) => item.ref === h.ref);
+            if (at >= 0) queue.splice(at, 1);
+          }
+        }
+      } catch (error) {
+        this.logger.warn(`[baton worker] heartbeat failed: ${(error as Error).message}`);
       }
-    } catch (error) {
-      this.logger.warn(`[baton worker] heartbeat failed: ${(error as Error).message}`);
     }
   }
 }

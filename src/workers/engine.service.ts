@@ -116,7 +116,8 @@ export class EngineService {
       if (item) {
         // Whatever else became claimable meanwhile goes in the same answer.
         const rest = { decision: (caps.decision ?? max) - (item.kind === WorkKind.DECISION ? 1 : 0), task: (caps.task ?? max) - (item.kind === WorkKind.TASK ? 1 : 0) };
-        const more = max > 1 ? this.engine.candidates(input.appId, input.environment, workflows, taskNames, max - 1, this.claiming, rest) : [];
+        // Not for a worker that went away meanwhile: the offered claim is all it loses.
+        const more = max > 1 && !signal?.aborted ? this.engine.candidates(input.appId, input.environment, workflows, taskNames, max - 1, this.claiming, rest) : [];
         const others = (await Promise.all(more.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
         return [item, ...others];
       }
