@@ -135,8 +135,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
 
   /** Starts what may start now, round robin across apps. */
   private pump(): void {
-    for (let next = this.stopped ? undefined : this.queue.next(); next; next = this.stopped ? undefined : this.queue.next()) {
-      const effect = next;
+    while (!this.stopped) {
+      const effect = this.queue.next();
+      if (!effect) return;
       const running: Promise<void> = this.carryOut(effect.item).then((done) => {
         this.inFlight.delete(running);
         if (!done) return; // stopped before it was carried out: the checkpoint stays before it

@@ -462,7 +462,8 @@ export class EngineService {
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
     const budget = this.answerBudget();
-    const left = { decision: claim.maxDecisions ?? claim.maxItems, task: claim.maxTasks ?? claim.maxItems };
+    const caps = kindCaps(claim);
+    const left = { decision: caps.decision ?? claim.maxItems, task: caps.task ?? claim.maxItems };
     const take = (candidate: Candidate) => {
       if (claims.length >= claim.maxItems || left[candidate.kind] <= 0 || this.claiming.has(candidate.ref)) return;
       left[candidate.kind]--;
@@ -719,8 +720,5 @@ function scoped<S extends { status: string; appId?: string; environment?: string
 
 /** The per-kind caps a poll asked for (`maxDecisions`, `maxTasks`); absent, only `maxItems` bounds it. */
 function kindCaps(input: { maxDecisions?: number | null; maxTasks?: number | null }): KindCaps {
-  const caps: KindCaps = {};
-  if (input.maxDecisions !== null && input.maxDecisions !== undefined) caps.decision = input.maxDecisions;
-  if (input.maxTasks !== null && input.maxTasks !== undefined) caps.task = input.maxTasks;
-  return caps;
+  return { decision: input.maxDecisions ?? undefined, task: input.maxTasks ?? undefined };
 }
