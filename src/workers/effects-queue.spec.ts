@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { EffectsQueue, HeldEffect } from './effects-queue.js';
 
-const limits = { maxRunning: 4, maxHeldEvents: 100, maxHeldBytes: 1_000_000 };
+const limits = { maxRunning: 4, maxHeldEvents: 100, maxHeldBytes: 1_000_000, maxFailingPerApp: 1_000 };
 
 function drain<T>(queue: EffectsQueue<T>): HeldEffect<T>[] {
   const started: HeldEffect<T>[] = [];
@@ -68,7 +68,7 @@ describe('EffectsQueue', () => {
   });
 
   it('is full past the held events or bytes, but always takes one event when empty', () => {
-    const queue = new EffectsQueue<string>({ maxRunning: 10, maxHeldEvents: 3, maxHeldBytes: 100 });
+    const queue = new EffectsQueue<string>({ ...limits, maxRunning: 10, maxHeldEvents: 3, maxHeldBytes: 100 });
     expect(queue.full).toBe(false);
     const big = queue.add(0n, 'a', false, 500, 'big');
     expect(queue.full).toBe(true);
@@ -81,7 +81,7 @@ describe('EffectsQueue', () => {
   });
 
   it('carries a backlog of 200,000 effects of 1,000 apps (barriers among them) through to the end', () => {
-    const queue = new EffectsQueue<number>({ maxRunning: 256, maxHeldEvents: 1_000_000, maxHeldBytes: Number.MAX_SAFE_INTEGER });
+    const queue = new EffectsQueue<number>({ ...limits, maxRunning: 256, maxHeldEvents: 1_000_000, maxHeldBytes: Number.MAX_SAFE_INTEGER });
     const n = 200_000;
     for (let i = 0; i < n; i++) queue.add(BigInt(i), `app${i % 1_000}`, i % 997 === 0, 1, i);
     const running: HeldEffect<number>[] = drain(queue);
@@ -111,5 +111,64 @@ describe('EffectsQueue', () => {
     expect(queue.oldestUnfinished()).toBeUndefined();
     queue.add(2000n, 'other', false, 1, 2000);
     expect(queue.oldestUnfinished()).toBe(2000n);
+  });
+
+  it('frees the slot of an effect backing off, and gives it the next free slot once it resumes, before queued effects', () => {
+    const queue = new EffectsQueue<string>({ ...limits, maxRunning: 2 });
+    queue.add(0n, 'bad', false, 1, 'bad0');
+    queue.add(1n, 'good', false, 1, 'good0');
+    queue.add(2n, 'good', false, 1, 'good1');
+    queue.add(3n, 'good', false, 1, 'good2');
+    const [bad0, good0] = drain(queue);
+    expect([bad0.item, good0.item]).toEqual(['bad0', 'good0']);
+    queue.suspend(bad0);
+    expect(bad0.attempts).toBe(1);
+    expect(queue.backingOff).toBe(1);
+    expect(queue.running).toBe(1);
+    const [good1] = drain(queue); // bad0's slot
+    expect(good1.item).toBe('good1');
+    queue.resume(bad0);
+    expect(queue.next()).toBeUndefined(); // both slots taken
+    queue.finish(good0);
+    expect(queue.next()).toBe(bad0); // before good2, queued
+    expect(queue.backingOff).toBe(0);
+    expect(queue.oldestUnfinished()).toBe(0n);
+    queue.finish(bad0);
+    expect(queue.next()?.item).toBe('good2');
+    expect(queue.oldestUnfinished()).toBe(2n);
+  });
+
+  it("keeps an effect backing off in its place: the checkpoint stays before it, and its app's barrier waits for it", () => {
+    const queue = new EffectsQueue<string>({ ...limits, maxRunning: 10 });
+    queue.add(0n, 'a', false, 1, 'a-child');
+    queue.add(1n, 'a', true, 1, 'a-signal');
+    queue.add(2n, 'b', false, 1, 'b0');
+    const [child, b0] = drain(queue);
+    queue.suspend(child);
+    queue.finish(b0);
+    expect(drain(queue)).toEqual([]); // a-signal waits for a-child, backing off
+    expect(queue.oldestUnfinished()).toBe(0n);
+    queue.resume(child);
+    expect(drain(queue)).toEqual([child]);
+    queue.finish(child);
+    expect(drain(queue).map((e) => e.item)).toEqual(['a-signal']);
+  });
+
+  it('starts no more effects of an app with maxFailingPerApp failed and unfinished until one is carried out; other apps go on', () => {
+    const queue = new EffectsQueue<string>({ ...limits, maxRunning: 100, maxFailingPerApp: 2 });
+    for (let i = 0; i < 5; i++) queue.add(BigInt(i), 'bad', false, 1, `bad${i}`);
+    const started = drain(queue);
+    expect(started).toHaveLength(5);
+    queue.suspend(started[0]);
+    queue.suspend(started[1]);
+    for (let i = 5; i < 8; i++) queue.add(BigInt(i), 'bad', false, 1, `bad${i}`);
+    queue.add(8n, 'good', false, 1, 'good0');
+    expect(drain(queue).map((e) => e.item)).toEqual(['good0']); // bad5..7 wait
+    queue.resume(started[0]);
+    const [retry] = drain(queue);
+    expect(retry).toBe(started[0]);
+    expect(drain(queue)).toEqual([]); // one backing off, one retrying: still none of bad's queued
+    queue.finish(retry); // carried out at last: one backing off now, under the cap
+    expect(drain(queue).map((e) => e.item)).toEqual(['bad5', 'bad6', 'bad7']);
   });
 });

@@ -28,7 +28,11 @@ class Fifo<T> {
   }
 }
 
-/** One event whose effect is held: queued in its app's queue, then running, then finished. */
+/**
+ * One event whose effect is held: queued in its app's queue, then running, then finished. A
+ * running effect whose attempt failed may back off (`suspend`): it keeps its place for its app's
+ * barriers and for the checkpoint, but not its slot, until `resume` asks for one again.
+ */
 export interface HeldEffect<T> {
   readonly position: bigint;
   readonly app: string;
@@ -37,6 +41,8 @@ export interface HeldEffect<T> {
   readonly bytes: number;
   readonly item: T;
   finished: boolean;
+  /** Failed attempts so far (each `suspend` counts one). */
+  attempts: number;
   /** Neighbours among the held effects, in position order (the queue's own list). */
   older?: HeldEffect<T>;
   newer?: HeldEffect<T>;
@@ -45,7 +51,10 @@ export interface HeldEffect<T> {
 interface AppQueue<T> {
   readonly app: string;
   readonly queued: Fifo<HeldEffect<T>>;
+  /** Started and not finished: running, or backing off (a barrier waits for all of them). */
   running: number;
+  /** Of those, the ones that failed an attempt (backing off, or retried): the app's cap counts them. */
+  failing: number;
   barrierRunning: boolean;
   /** In the ring of apps whose next effect may start. */
   inRing: boolean;
@@ -58,6 +67,12 @@ export interface EffectsQueueLimits {
   maxHeldEvents: number;
   /** ...or past this many bytes of their events. */
   maxHeldBytes: number;
+  /**
+   * Effects of one app that failed an attempt and are not finished, at most: at this many, the app
+   * starts none of its queued effects until one of them is carried out (their retries go on). A
+   * failing app then has at most this many retries, each holding a slot only while it is attempted.
+   */
+  maxFailingPerApp: number;
 }
 
 /**
@@ -66,7 +81,13 @@ export interface EffectsQueueLimits {
  * so one app's backlog does not hold another app's effects. Within an app, a barrier (a
  * `ControlRequested`) starts once every earlier effect of its app is finished, and later ones
  * start once it is finished; other apps go on. `oldestUnfinished` is where the checkpoint must
- * stay before: the oldest effect, of any app, not finished (queued or running).
+ * stay before: the oldest effect, of any app, not finished (queued, running or backing off).
+ *
+ * An effect that failed backs off without its slot (`suspend`), so effects that keep failing do not
+ * take the slots of the others; once its delay is over (`resume`), it takes the next free slot
+ * before any queued effect. An app with `maxFailingPerApp` effects that failed and are not finished
+ * starts no more of its queued ones until one of them is carried out: a fault that fails every effect of an app is
+ * retried a few effects at a time, not for its whole backlog at once.
  *
  * Every operation is O(1) amortised: nothing grows with the number of apps or the backlog.
  */
@@ -83,11 +104,19 @@ export class EffectsQueue<T> {
   private heldCount = 0;
   private heldBytesTotal = 0;
   private runningCount = 0;
+  private backingOffCount = 0;
+  /** Effects whose delay is over, waiting for a slot (served before queued effects). */
+  private readonly retryReady = new Fifo<HeldEffect<T>>();
 
   constructor(private readonly limits: EffectsQueueLimits) {}
 
   get running(): number {
     return this.runningCount;
+  }
+
+  /** Effects backing off after a failed attempt, all apps together (holding no slot). */
+  get backingOff(): number {
+    return this.backingOffCount;
   }
 
   get held(): number {
@@ -105,10 +134,10 @@ export class EffectsQueue<T> {
 
   /** Queues an effect; `position` must be greater than every one added before. */
   add(position: bigint, app: string, barrier: boolean, bytes: number, item: T): HeldEffect<T> {
-    const effect: HeldEffect<T> = { position, app, barrier, bytes, item, finished: false };
+    const effect: HeldEffect<T> = { position, app, barrier, bytes, item, finished: false, attempts: 0 };
     let queue = this.apps.get(app);
     if (!queue) {
-      queue = { app, queued: new Fifo(), running: 0, barrierRunning: false, inRing: false };
+      queue = { app, queued: new Fifo(), running: 0, failing: 0, barrierRunning: false, inRing: false };
       this.apps.set(app, queue);
     }
     queue.queued.push(effect);
@@ -122,9 +151,18 @@ export class EffectsQueue<T> {
     return effect;
   }
 
-  /** The next effect to start (counted as running), round robin across apps; undefined when none may start now. */
+  /**
+   * The next effect to start (counted as running): a resumed retry first, else round robin across
+   * apps; undefined when none may start now.
+   */
   next(): HeldEffect<T> | undefined {
     if (this.runningCount >= this.limits.maxRunning) return undefined;
+    const retry = this.retryReady.shift();
+    if (retry) {
+      this.backingOffCount--;
+      this.runningCount++;
+      return retry;
+    }
     for (;;) {
       const queue = this.ring.shift();
       if (!queue) return undefined;
@@ -139,6 +177,19 @@ export class EffectsQueue<T> {
     }
   }
 
+  /** A running effect's attempt failed: it backs off, giving up its slot but not its place. */
+  suspend(effect: HeldEffect<T>): void {
+    if (effect.finished) return;
+    if (effect.attempts++ === 0) this.apps.get(effect.app)!.failing++;
+    this.runningCount--;
+    this.backingOffCount++;
+  }
+
+  /** A suspended effect's delay is over: it takes the next free slot (see `next`). */
+  resume(effect: HeldEffect<T>): void {
+    if (!effect.finished) this.retryReady.push(effect);
+  }
+
   /** Marks a running effect finished (carried out, or skipped for good). */
   finish(effect: HeldEffect<T>): void {
     if (effect.finished) return;
@@ -148,6 +199,7 @@ export class EffectsQueue<T> {
     this.heldBytesTotal -= effect.bytes;
     const queue = this.apps.get(effect.app)!;
     queue.running--;
+    if (effect.attempts > 0) queue.failing--;
     if (effect.barrier) queue.barrierRunning = false;
     if (queue.running === 0 && queue.queued.size === 0) this.apps.delete(effect.app);
     else this.enterRing(queue);
@@ -158,14 +210,14 @@ export class EffectsQueue<T> {
     effect.older = effect.newer = undefined;
   }
 
-  /** Position of the oldest effect not finished, queued or running, of any app (undefined when none). */
+  /** Position of the oldest effect not finished (queued, running or backing off), of any app (undefined when none). */
   oldestUnfinished(): bigint | undefined {
     return this.oldest?.position;
   }
 
   private mayStart(queue: AppQueue<T>): boolean {
     const head = queue.queued.first;
-    if (!head || queue.barrierRunning) return false;
+    if (!head || queue.barrierRunning || queue.failing >= this.limits.maxFailingPerApp) return false;
     return !head.barrier || queue.running === 0;
   }
 

@@ -7,7 +7,7 @@ import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
 import { ScheduleCreator } from '../schedules/commands/create-schedule.js';
 import { BatonError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
-import { EffectsQueue } from './effects-queue.js';
+import { EffectsQueue, HeldEffect } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { SelectorActions } from '../workflows/commands/selector-actions.js';
@@ -21,6 +21,8 @@ const BACKOFF_MAX_MS = 10_000;
 const SAVE_EVERY_MS = 200;
 /** Effects carried out at once, all apps together (each holds one event and one append in progress). */
 const MAX_IN_FLIGHT = 256;
+/** Effects of one app that failed and are not carried out yet, at most, before it starts no more (see EffectsQueue). */
+const MAX_FAILING_PER_APP = 16;
 /**
  * Events held (queued or running) before the subscription waits: by count, and by the size of
  * their data (an event's metadata is small and bounded: counted as EVENT_OVERHEAD_BYTES). A
@@ -50,9 +52,10 @@ const EVENT_OVERHEAD_BYTES = 1024;
  * what its app's effects before it created (a child it then signals): it starts once every
  * earlier effect of its app is finished, and its app's later effects start once it is finished;
  * other apps go on. An effect that fails for a transient reason (the store did not answer,
- * anything not a domain error) is retried with backoff; one that fails with a domain error is
- * skipped. The checkpoint moves only past events whose effects were carried out: just before
- * the oldest effect, of any app, not finished (queued or running). Every effect is a command
+ * anything not a domain error) is retried with backoff, without holding one of the slots while
+ * it waits, and an app with MAX_FAILING_PER_APP effects failing starts no more until one
+ * is carried out; one that fails with a domain error is skipped. The checkpoint moves only past events whose effects were carried out: just before
+ * the oldest effect, of any app, not finished (queued, running or backing off). Every effect is a command
  * whose target decider recognises its cause as already applied (a child or task with a
  * deterministic id exists; a parent's child is already resolved; a delivered event's `causeId`;
  * a recorded `ControlApplied`), so replaying from an older checkpoint, or running the reactor on
@@ -66,14 +69,20 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   private position = -1n;
   /** The last event handed to the reactor (its effect queued, or none needed); a restarted subscription goes on after it. */
   private read = -1n;
-  private readonly queue = new EffectsQueue<RecordedEvent>({ maxRunning: MAX_IN_FLIGHT, maxHeldEvents: MAX_HELD_EVENTS, maxHeldBytes: MAX_HELD_BYTES });
-  /** Effects being carried out. */
+  private readonly queue = new EffectsQueue<RecordedEvent>({
+    maxRunning: MAX_IN_FLIGHT,
+    maxHeldEvents: MAX_HELD_EVENTS,
+    maxHeldBytes: MAX_HELD_BYTES,
+    maxFailingPerApp: MAX_FAILING_PER_APP,
+  });
+  /** Attempts under way. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Delays of effects backing off after a failed attempt. */
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
   /** Wakes the subscription's handler waiting for room in the queue. */
   private wakeReader: (() => void) | undefined;
   private savedAt = 0;
   private saveTimer: NodeJS.Timeout | undefined;
-  private readonly wakeRetries = new Set<() => void>();
   /** Effects retried after a failure since start (for /health and tests). */
   retries = 0;
 
@@ -98,9 +107,14 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     return this.position;
   }
 
-  /** Effects queued or running (for /health). */
+  /** Effects queued, running or backing off (for /health). */
   get held(): number {
     return this.queue.held;
+  }
+
+  /** Effects backing off after a failed attempt (for /health). */
+  get backingOff(): number {
+    return this.queue.backingOff;
   }
 
   private start(): void {
@@ -133,54 +147,55 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     this.advance();
   }
 
-  /** Starts what may start now, round robin across apps. */
+  /** Starts what may start now: resumed retries first, then round robin across apps. */
   private pump(): void {
     while (!this.stopped) {
       const effect = this.queue.next();
       if (!effect) return;
-      const running: Promise<void> = this.carryOut(effect.item).then((done) => {
+      const running: Promise<void> = this.attempt(effect).then(() => {
         this.inFlight.delete(running);
-        if (!done) return; // stopped before it was carried out: the checkpoint stays before it
-        this.queue.finish(effect);
-        if (!this.queue.full) {
-          this.wakeReader?.();
-          this.wakeReader = undefined;
-        }
-        this.pump();
-        this.advance();
       });
       this.inFlight.add(running);
     }
   }
 
-  /** Carries an event's effect out, retrying transient failures; false when the reactor stopped first. */
-  private async carryOut(event: RecordedEvent): Promise<boolean> {
-    for (let attempt = 0; !this.stopped; attempt++) {
-      try {
-        // The read models this effect consults (a child's parent, a selector's workflows) include its cause.
-        await this.projections.waitFor(event.position);
-        await this.effect(event);
-        return true;
-      } catch (error) {
-        if (error instanceof BatonError && error.code !== 'STORE_UNAVAILABLE') {
-          this.logger.error(`effect of ${event.type} at ${event.position} (${event.streamId}) cannot be carried out, skipped: ${error.message}`);
-          return true;
-        }
+  /**
+   * One attempt at an effect. Carried out, or failed with a domain error (skipped): finished. Failed
+   * for a transient reason (the store did not answer, anything not a domain error): it backs off,
+   * its slot free for other effects meanwhile, and asks for a slot again after its delay.
+   */
+  private async attempt(effect: HeldEffect<RecordedEvent>): Promise<void> {
+    const event = effect.item;
+    try {
+      // The read models this effect consults (a child's parent, a selector's workflows) include its cause.
+      await this.projections.waitFor(event.position);
+      await this.effect(event);
+    } catch (error) {
+      if (error instanceof BatonError && error.code !== 'STORE_UNAVAILABLE') {
+        this.logger.error(`effect of ${event.type} at ${event.position} (${event.streamId}) cannot be carried out, skipped: ${error.message}`);
+      } else {
+        if (this.stopped) return; // not carried out: the checkpoint stays before it
         this.retries++;
-        const delay = Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS);
+        const delay = Math.min(BACKOFF_MIN_MS * 2 ** effect.attempts, BACKOFF_MAX_MS);
         this.logger.warn(`effect of ${event.type} at ${event.position} (${event.streamId}) failed, retrying in ${delay} ms: ${(error as Error).message}`);
-        await new Promise<void>((resolve) => {
-          const wake = () => {
-            clearTimeout(timer);
-            this.wakeRetries.delete(wake);
-            resolve();
-          };
-          const timer = setTimeout(wake, delay);
-          this.wakeRetries.add(wake);
-        });
+        this.queue.suspend(effect);
+        const timer = setTimeout(() => {
+          this.retryTimers.delete(timer);
+          this.queue.resume(effect);
+          this.pump();
+        }, delay);
+        this.retryTimers.add(timer);
+        this.pump();
+        return;
       }
     }
-    return false;
+    this.queue.finish(effect);
+    if (!this.queue.full) {
+      this.wakeReader?.();
+      this.wakeReader = undefined;
+    }
+    this.pump();
+    this.advance();
   }
 
   /** Moves the checkpoint to just before the oldest effect not finished, of any app (or to the last event read). */
@@ -210,7 +225,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    for (const wake of [...this.wakeRetries]) wake();
+    // Effects backing off are not carried out: the checkpoint stays before them.
+    for (const timer of this.retryTimers) clearTimeout(timer);
+    this.retryTimers.clear();
     // A handler waiting for room returns, so the subscription can close.
     this.wakeReader?.();
     this.wakeReader = undefined;
