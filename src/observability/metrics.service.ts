@@ -4,6 +4,7 @@ import { DeciderRunner } from '../event-store/decider-runner.js';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
+import { EffectsReactor } from '../workers/effects.reactor.js';
 import { EngineState } from '../workers/engine-state.js';
 import { SchedulesReadModel } from '../schedules/schedules.read-model.js';
 
@@ -169,6 +170,27 @@ export class MetricsService implements OnModuleInit {
 
   private streamStatsSeen = { loads: 0, snapshotLoads: 0, eventsRead: 0 };
 
+  readonly effectsHeld = new Gauge({
+    name: 'baton_effects_held',
+    help: "Effects the effects reactor holds on this instance (children and tasks to start, selections to act on, ends to tell a parent): `queued`, `running`, or `backing_off` after a failed attempt.",
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly effectsRetries = new Counter({
+    name: 'baton_effects_retries_total',
+    help: 'Failed attempts at an effect that the effects reactor will retry (the store did not answer, or a fault).',
+    registers: [this.registry],
+  });
+
+  readonly effectsCheckpoint = new Gauge({
+    name: 'baton_effects_checkpoint',
+    help: "Position before the effects reactor's oldest effect not carried out (a restart reads the log again after it).",
+    registers: [this.registry],
+  });
+
+  private effectsRetriesSeen = 0;
+
   readonly ready = new Gauge({
     name: 'baton_ready',
     help: '1 while the read models are live and the instance is not draining, else 0.',
@@ -182,6 +204,7 @@ export class MetricsService implements OnModuleInit {
     private readonly lifecycle: LifecycleService,
     private readonly runner: DeciderRunner,
     private readonly schedules: SchedulesReadModel,
+    private readonly effects: EffectsReactor,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
   }
@@ -247,6 +270,14 @@ export class MetricsService implements OnModuleInit {
     this.streamLoads.inc({ from: 'snapshot' }, streams.snapshotLoads - seen.snapshotLoads);
     this.streamEventsRead.inc(streams.eventsRead - seen.eventsRead);
     this.streamStatsSeen = { loads: streams.loads, snapshotLoads: streams.snapshotLoads, eventsRead: streams.eventsRead };
+
+    const effects = this.effects.heldByState;
+    this.effectsHeld.set({ state: 'queued' }, effects.queued);
+    this.effectsHeld.set({ state: 'running' }, effects.running);
+    this.effectsHeld.set({ state: 'backing_off' }, effects.backingOff);
+    this.effectsRetries.inc(this.effects.retries - this.effectsRetriesSeen);
+    this.effectsRetriesSeen = this.effects.retries;
+    this.effectsCheckpoint.set(Number(this.effects.checkpoint));
 
     this.projectionCheckpoint.set(Number(this.projections.checkpoint));
     this.ready.set(this.projections.isLive && !this.lifecycle.draining ? 1 : 0);

@@ -99,6 +99,9 @@ describe('EffectsReactor, effects that keep failing', () => {
     expect(attemptedWhileFailing).toBeGreaterThanOrEqual(16);
     expect(attemptedWhileFailing).toBeLessThan(300);
     expect(reactor.held).toBe(300);
+    const byState = reactor.heldByState;
+    expect(byState.queued + byState.running + byState.backingOff).toBe(300);
+    expect(byState.queued).toBeGreaterThan(0); // the part of the failing app's backlog never started
     expect(reactor.checkpoint).toBeLessThan(before);
     await dispatchTask('good', 'good-1');
     await until(() => carriedOut.includes('good-1'), "the good app's second effect carried out");

@@ -117,6 +117,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     return this.queue.backingOff;
   }
 
+  /** What is held, by state (for /metrics). */
+  get heldByState(): { queued: number; running: number; backingOff: number } {
+    const { held, running, backingOff } = this.queue;
+    return { queued: held - running - backingOff, running, backingOff };
+  }
+
   private start(): void {
     if (this.stopped || this.subscription) return;
     if (this.read < 0n) this.read = this.position = this.rm.checkpoint(EFFECTS_CHECKPOINT);

@@ -133,6 +133,10 @@ describe('observability: request ids, logs, metrics, probes', () => {
     expect(metric(after, 'baton_projection_lag_events')).toBeGreaterThanOrEqual(0);
     expect(metric(after, 'baton_projection_lag_seconds')).toBeGreaterThanOrEqual(0);
     expect(metric(after, 'baton_ready')).toBe(1);
+    // The effects reactor: nothing held once the work is done, nothing failed, its checkpoint moved.
+    expect(metric(after, 'baton_effects_held', { state: 'backing_off' })).toBe(0);
+    expect(metric(after, 'baton_effects_retries_total')).toBe(0);
+    expect(metric(after, 'baton_effects_checkpoint')).toBeGreaterThan(0);
     expect(metric(after, 'baton_process_cpu_seconds_total')).toBeGreaterThan(0);
   });
 
