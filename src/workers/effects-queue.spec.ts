@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { EffectsQueue, HeldEffect } from './effects-queue.js';
 
-const limits = { maxRunning: 4, maxHeldEvents: 100, maxHeldBytes: 1_000_000, maxFailingPerApp: 1_000 };
+const limits = { maxRunning: 4, maxHeldEvents: 100, maxHeldBytes: 1_000_000, maxRetryingPerApp: 1_000 };
 
 function drain<T>(queue: EffectsQueue<T>): HeldEffect<T>[] {
   const started: HeldEffect<T>[] = [];
@@ -154,21 +154,107 @@ describe('EffectsQueue', () => {
     expect(drain(queue).map((e) => e.item)).toEqual(['a-signal']);
   });
 
-  it('starts no more effects of an app with maxFailingPerApp failed and unfinished until one is carried out; other apps go on', () => {
-    const queue = new EffectsQueue<string>({ ...limits, maxRunning: 100, maxFailingPerApp: 2 });
+  it("attempts at most maxRetryingPerApp of an app's retries at once, the others in order as each ends; its other effects and other apps go on", () => {
+    const queue = new EffectsQueue<string>({ ...limits, maxRunning: 100, maxRetryingPerApp: 2 });
     for (let i = 0; i < 5; i++) queue.add(BigInt(i), 'bad', false, 1, `bad${i}`);
-    const started = drain(queue);
-    expect(started).toHaveLength(5);
-    queue.suspend(started[0]);
-    queue.suspend(started[1]);
-    for (let i = 5; i < 8; i++) queue.add(BigInt(i), 'bad', false, 1, `bad${i}`);
-    queue.add(8n, 'good', false, 1, 'good0');
-    expect(drain(queue).map((e) => e.item)).toEqual(['good0']); // bad5..7 wait
-    queue.resume(started[0]);
-    const [retry] = drain(queue);
-    expect(retry).toBe(started[0]);
-    expect(drain(queue)).toEqual([]); // one backing off, one retrying: still none of bad's queued
-    queue.finish(retry); // carried out at last: one backing off now, under the cap
-    expect(drain(queue).map((e) => e.item)).toEqual(['bad5', 'bad6', 'bad7']);
+    const failed = drain(queue);
+    for (const e of failed) queue.suspend(e); // all five fail at once, and their delays end together
+    for (const e of failed) queue.resume(e);
+    const retries = drain(queue);
+    expect(retries.map((e) => e.item)).toEqual(['bad0', 'bad1']);
+    expect(queue.backingOff).toBe(3);
+    // Effects of the same app recorded later, and of other apps, still start.
+    queue.add(5n, 'bad', false, 1, 'bad5');
+    queue.add(6n, 'good', false, 1, 'good0');
+    expect(drain(queue).map((e) => e.item)).toEqual(['bad5', 'good0']);
+    queue.suspend(retries[0]); // failed again: the next parked retry goes
+    expect(drain(queue).map((e) => e.item)).toEqual(['bad2']);
+    queue.finish(retries[1]); // carried out: the next one
+    expect(drain(queue).map((e) => e.item)).toEqual(['bad3']);
+    expect(queue.backingOff).toBe(2); // bad0 again, and bad4 parked
+  });
+
+  it('keeps an app with effects failing for good going: its later effects start and finish, and only the failing ones stay held', () => {
+    const queue = new EffectsQueue<string>({ ...limits, maxRunning: 256, maxHeldEvents: 20, maxRetryingPerApp: 2 });
+    const poison = [queue.add(0n, 'a', false, 1, 'poison0'), queue.add(1n, 'a', false, 1, 'poison1')];
+    for (const e of drain(queue)) queue.suspend(e);
+    for (let i = 2; i < 20; i++) queue.add(BigInt(i), 'a', false, 1, `a${i}`);
+    for (const e of drain(queue)) queue.finish(e);
+    expect(queue.held).toBe(2);
+    expect(queue.full).toBe(false);
+    expect(queue.oldestUnfinished()).toBe(0n);
+    for (const e of poison) queue.resume(e);
+    expect(drain(queue)).toEqual(poison);
+  });
+
+  it('keeps its counts, order, barriers and checkpoint right through any sequence of add, next, suspend, resume and finish (against a model)', () => {
+    // A deterministic generator: 200 sequences of 400 random steps, each checked against a plain model.
+    const random = (seed: number) => () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    type State = 'queued' | 'running' | 'backoff' | 'ready' | 'finished';
+    for (let seed = 1; seed <= 200; seed++) {
+      const r = random(seed);
+      const maxRunning = 1 + Math.floor(r() * 5);
+      const maxRetryingPerApp = 1 + Math.floor(r() * 3);
+      const queue = new EffectsQueue<number>({ maxRunning, maxHeldEvents: 1e9, maxHeldBytes: 1e12, maxRetryingPerApp });
+      const all: HeldEffect<number>[] = [];
+      const state = new Map<HeldEffect<number>, State>();
+      const inState = (s: State) => all.filter((e) => state.get(e) === s);
+      /** Retries of `app` holding a slot (or handed one): what maxRetryingPerApp bounds. */
+      const retrying = (app: string) => all.filter((e) => e.app === app && e.attempts > 0 && state.get(e) === 'running').length;
+      /** May a queued effect start: FIFO per app, barriers both ways. */
+      const mayStart = (e: HeldEffect<number>) => {
+        const earlier = all.filter((x) => x.app === e.app && x.position < e.position);
+        if (earlier.some((x) => state.get(x) === 'queued')) return false;
+        if (earlier.some((x) => x.barrier && state.get(x) !== 'finished')) return false;
+        return !e.barrier || earlier.every((x) => state.get(x) === 'finished');
+      };
+      let position = 0n;
+      for (let step = 0; step < 400; step++) {
+        const op = r();
+        if (op < 0.3) {
+          const e = queue.add(position++, ['a', 'b', 'c'][Math.floor(r() * 3)], r() < 0.2, 1, step);
+          all.push(e);
+          state.set(e, 'queued');
+        } else if (op < 0.55) {
+          const e = queue.next();
+          if (e) {
+            const was = state.get(e)!;
+            expect(['queued', 'ready']).toContain(was);
+            if (was === 'queued') {
+              expect(mayStart(e)).toBe(true);
+              // Retries go first: any still waiting belongs to an app at its cap.
+              expect(inState('ready').filter((x) => retrying(x.app) < maxRetryingPerApp)).toEqual([]);
+            } else {
+              expect(retrying(e.app)).toBeLessThan(maxRetryingPerApp);
+            }
+            state.set(e, 'running');
+          } else if (inState('running').length < maxRunning) {
+            // Nothing left that may start: no retry whose app is under its cap, no startable queued effect.
+            expect(inState('ready').filter((e) => retrying(e.app) < maxRetryingPerApp)).toEqual([]);
+            expect(inState('queued').filter(mayStart)).toEqual([]);
+          }
+        } else {
+          const running = inState('running');
+          const backingOff = inState('backoff');
+          if (op < 0.7 && running.length > 0) {
+            const e = running[Math.floor(r() * running.length)];
+            queue.suspend(e);
+            state.set(e, 'backoff');
+          } else if (op < 0.8 && backingOff.length > 0) {
+            const e = backingOff[Math.floor(r() * backingOff.length)];
+            queue.resume(e);
+            state.set(e, 'ready');
+          } else if (running.length > 0) {
+            const e = running[Math.floor(r() * running.length)];
+            queue.finish(e);
+            state.set(e, 'finished');
+          }
+        }
+        expect(queue.running).toBe(inState('running').length);
+        expect(queue.backingOff).toBe(inState('backoff').length + inState('ready').length);
+        expect(queue.held).toBe(all.length - inState('finished').length);
+        expect(queue.oldestUnfinished()).toBe(all.find((e) => state.get(e) !== 'finished')?.position);
+      }
+    }
   });
 });

@@ -53,8 +53,10 @@ interface AppQueue<T> {
   readonly queued: Fifo<HeldEffect<T>>;
   /** Started and not finished: running, or backing off (a barrier waits for all of them). */
   running: number;
-  /** Of those, the ones that failed an attempt (backing off, or retried): the app's cap counts them. */
-  failing: number;
+  /** Of those, retries holding a slot or about to (handed to `retryReady`): at most maxRetryingPerApp. */
+  retrying: number;
+  /** Retries whose delay is over, waiting until fewer than maxRetryingPerApp of the app's retries hold a slot. */
+  readonly parked: Fifo<HeldEffect<T>>;
   barrierRunning: boolean;
   /** In the ring of apps whose next effect may start. */
   inRing: boolean;
@@ -68,11 +70,11 @@ export interface EffectsQueueLimits {
   /** ...or past this many bytes of their events. */
   maxHeldBytes: number;
   /**
-   * Effects of one app that failed an attempt and are not finished, at most: at this many, the app
-   * starts none of its queued effects until one of them is carried out (their retries go on). A
-   * failing app then has at most this many retries, each holding a slot only while it is attempted.
+   * Retries of one app attempted at once, at most: an app whose effects all fail (one fault for
+   * every event of its data) retries them this many at a time, so its retries do not take every
+   * slot each time their delays end together. Its other effects still start as usual.
    */
-  maxFailingPerApp: number;
+  maxRetryingPerApp: number;
 }
 
 /**
@@ -84,10 +86,11 @@ export interface EffectsQueueLimits {
  * stay before: the oldest effect, of any app, not finished (queued, running or backing off).
  *
  * An effect that failed backs off without its slot (`suspend`), so effects that keep failing do not
- * take the slots of the others; once its delay is over (`resume`), it takes the next free slot
- * before any queued effect. An app with `maxFailingPerApp` effects that failed and are not finished
- * starts no more of its queued ones until one of them is carried out: a fault that fails every effect of an app is
- * retried a few effects at a time, not for its whole backlog at once.
+ * take the slots of the others, and its app's later effects go on; once its delay is over
+ * (`resume`), it takes the next free slot before any queued effect, but no more than
+ * `maxRetryingPerApp` retries of one app are attempted at once (the others wait for one of them to
+ * end, in order). An effect that fails for good stays held, so what the read-ahead holds
+ * (`maxHeldEvents`) bounds how many of them the reactor can carry before its reader waits.
  *
  * Every operation is O(1) amortised: nothing grows with the number of apps or the backlog.
  */
@@ -137,7 +140,7 @@ export class EffectsQueue<T> {
     const effect: HeldEffect<T> = { position, app, barrier, bytes, item, finished: false, attempts: 0 };
     let queue = this.apps.get(app);
     if (!queue) {
-      queue = { app, queued: new Fifo(), running: 0, failing: 0, barrierRunning: false, inRing: false };
+      queue = { app, queued: new Fifo(), running: 0, retrying: 0, parked: new Fifo(), barrierRunning: false, inRing: false };
       this.apps.set(app, queue);
     }
     queue.queued.push(effect);
@@ -180,14 +183,24 @@ export class EffectsQueue<T> {
   /** A running effect's attempt failed: it backs off, giving up its slot but not its place. */
   suspend(effect: HeldEffect<T>): void {
     if (effect.finished) return;
-    if (effect.attempts++ === 0) this.apps.get(effect.app)!.failing++;
+    if (effect.attempts++ > 0) this.retryEnded(this.apps.get(effect.app)!);
     this.runningCount--;
     this.backingOffCount++;
   }
 
-  /** A suspended effect's delay is over: it takes the next free slot (see `next`). */
+  /**
+   * A suspended effect's delay is over: it takes the next free slot (see `next`), or, when
+   * `maxRetryingPerApp` of its app's retries are under way, the one after one of them ends.
+   */
   resume(effect: HeldEffect<T>): void {
-    if (!effect.finished) this.retryReady.push(effect);
+    if (effect.finished) return;
+    const queue = this.apps.get(effect.app)!;
+    if (queue.retrying >= this.limits.maxRetryingPerApp) {
+      queue.parked.push(effect);
+      return;
+    }
+    queue.retrying++;
+    this.retryReady.push(effect);
   }
 
   /** Marks a running effect finished (carried out, or skipped for good). */
@@ -199,7 +212,7 @@ export class EffectsQueue<T> {
     this.heldBytesTotal -= effect.bytes;
     const queue = this.apps.get(effect.app)!;
     queue.running--;
-    if (effect.attempts > 0) queue.failing--;
+    if (effect.attempts > 0) this.retryEnded(queue);
     if (effect.barrier) queue.barrierRunning = false;
     if (queue.running === 0 && queue.queued.size === 0) this.apps.delete(effect.app);
     else this.enterRing(queue);
@@ -215,9 +228,19 @@ export class EffectsQueue<T> {
     return this.oldest?.position;
   }
 
+  /** One of the app's retries ended (carried out, or failed again): the next parked one may go. */
+  private retryEnded(queue: AppQueue<T>): void {
+    queue.retrying--;
+    const parked = queue.parked.shift();
+    if (parked) {
+      queue.retrying++;
+      this.retryReady.push(parked);
+    }
+  }
+
   private mayStart(queue: AppQueue<T>): boolean {
     const head = queue.queued.first;
-    if (!head || queue.barrierRunning || queue.failing >= this.limits.maxFailingPerApp) return false;
+    if (!head || queue.barrierRunning) return false;
     return !head.barrier || queue.running === 0;
   }
 

@@ -21,8 +21,8 @@ const BACKOFF_MAX_MS = 10_000;
 const SAVE_EVERY_MS = 200;
 /** Effects carried out at once, all apps together (each holds one event and one append in progress). */
 const MAX_IN_FLIGHT = 256;
-/** Effects of one app that failed and are not carried out yet, at most, before it starts no more (see EffectsQueue). */
-const MAX_FAILING_PER_APP = 16;
+/** Retries of one app attempted at once, at most (see EffectsQueue). */
+const MAX_RETRYING_PER_APP = 16;
 /**
  * Events held (queued or running) before the subscription waits: by count, and by the size of
  * their data (an event's metadata is small and bounded: counted as EVENT_OVERHEAD_BYTES). A
@@ -53,8 +53,8 @@ const EVENT_OVERHEAD_BYTES = 1024;
  * earlier effect of its app is finished, and its app's later effects start once it is finished;
  * other apps go on. An effect that fails for a transient reason (the store did not answer,
  * anything not a domain error) is retried with backoff, without holding one of the slots while
- * it waits, and an app with MAX_FAILING_PER_APP effects failing starts no more until one
- * is carried out; one that fails with a domain error is skipped. The checkpoint moves only past events whose effects were carried out: just before
+ * it waits (its app's later effects go on), at most MAX_RETRYING_PER_APP retries of one app at
+ * once; one that fails with a domain error is skipped. The checkpoint moves only past events whose effects were carried out: just before
  * the oldest effect, of any app, not finished (queued, running or backing off). Every effect is a command
  * whose target decider recognises its cause as already applied (a child or task with a
  * deterministic id exists; a parent's child is already resolved; a delivered event's `causeId`;
@@ -73,7 +73,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     maxRunning: MAX_IN_FLIGHT,
     maxHeldEvents: MAX_HELD_EVENTS,
     maxHeldBytes: MAX_HELD_BYTES,
-    maxFailingPerApp: MAX_FAILING_PER_APP,
+    maxRetryingPerApp: MAX_RETRYING_PER_APP,
   });
   /** Attempts under way. */
   private readonly inFlight = new Set<Promise<void>>();
@@ -182,8 +182,14 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       } else {
         if (this.stopped) return; // not carried out: the checkpoint stays before it
         this.retries++;
-        const delay = Math.min(BACKOFF_MIN_MS * 2 ** effect.attempts, BACKOFF_MAX_MS);
-        this.logger.warn(`effect of ${event.type} at ${event.position} (${event.streamId}) failed, retrying in ${delay} ms: ${(error as Error).message}`);
+        // Jittered, so that effects that failed together do not all come back in the same instant.
+        const delay = Math.round(Math.min(BACKOFF_MIN_MS * 2 ** effect.attempts, BACKOFF_MAX_MS) * (0.5 + Math.random() / 2));
+        const attempt = effect.attempts + 1;
+        // Attempts 1, 2, 4, 8, ...: an effect failing for good writes a line every few minutes, not every 10 s.
+        if ((attempt & (attempt - 1)) === 0) {
+          const reason = error instanceof Error ? error.message : String(error);
+          this.logger.warn(`effect of ${event.type} at ${event.position} (${event.streamId}) failed (attempt ${attempt}), retrying in ${delay} ms: ${reason}`);
+        }
         this.queue.suspend(effect);
         const timer = setTimeout(() => {
           this.retryTimers.delete(timer);
