@@ -187,6 +187,12 @@ export class Worker {
   /** Next decisions the service did not record, in a row; past a few, the worker stops making them for a while. */
   private refusedInARow = 0;
   private decideAfterTasksFrom = 0;
+  /**
+   * Until when polls and eager claims leave out `maxDecisions` / `maxTasks` (0: they send them): a
+   * service older than this worker refuses those fields, and is asked with `maxItems` alone, as
+   * before them, for five minutes at a time (it may be upgraded meanwhile).
+   */
+  private perKindCapsFrom = 0;
   private flushing: Promise<void> | undefined;
   /** Decisions being made now, by ref, with their decision ids (heartbeated like task attempts). */
   private readonly deciding = new Map<string, string>();
@@ -283,6 +289,7 @@ export class Worker {
         backoff = 100;
       } catch (error) {
         if (this.stopping.signal.aborted) break;
+        if (this.olderService(error)) continue;
         this.logger.warn(`[baton worker] poll failed (${(error as Error).message}); retrying in ${backoff} ms`);
         await new Promise((resolve) => setTimeout(resolve, backoff));
         backoff = Math.min(backoff * 2, 5000);
@@ -338,6 +345,34 @@ export class Worker {
     await this.flushing?.catch(() => undefined);
   }
 
+  /** Whether polls and eager claims may send `maxDecisions` / `maxTasks` now. */
+  private get perKindCaps(): boolean {
+    return this.perKindCapsFrom === 0 || Date.now() >= this.perKindCapsFrom;
+  }
+
+  /**
+   * Whether `error` is a service older than this worker refusing `maxDecisions` / `maxTasks`
+   * (`BAD_USER_INPUT`, a field not defined by the input type): from then on, for five minutes at a
+   * time, polls and eager claims ask for `maxItems` alone. Such a service hands either kind of work
+   * to any poll, as it did to workers of its own release; this worker still runs each kind within
+   * its own slots, and what does not fit waits, heartbeated.
+   */
+  private olderService(error: unknown): boolean {
+    if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;
+    const field = String(error.extensions.field ?? '');
+    if (!/(^|\.)max(Decisions|Tasks)$/.test(field) && !/"max(Decisions|Tasks)" is not defined/.test(error.message)) return false;
+    // A request sent with the fields before another's refusal switched them off is sent again too.
+    if (this.perKindCaps) {
+      if (this.perKindCapsFrom === 0) {
+        this.logger.warn(
+          '[baton worker] the service does not know maxDecisions/maxTasks (it is older than this worker): polls and claims ask for maxItems alone, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)',
+        );
+      }
+      this.perKindCapsFrom = Date.now() + 5 * 60_000;
+    }
+    return true;
+  }
+
   /** What this worker serves, as polls and eager claims declare it. */
   private get registration() {
     return (this.registered ??= {
@@ -362,8 +397,7 @@ export class Worker {
           workerId: this.workerId,
           ...this.registration,
           maxItems,
-          maxDecisions: kind === 'DECISION' ? maxItems : 0,
-          maxTasks: kind === 'TASK' ? maxItems : 0,
+          ...(this.perKindCaps ? { maxDecisions: kind === 'DECISION' ? maxItems : 0, maxTasks: kind === 'TASK' ? maxItems : 0 } : {}),
           waitMs,
         },
       },
@@ -574,8 +608,9 @@ export class Worker {
     const maxDecisions = Math.min(100, Math.max(0, this.free('DECISION') + decisions.length));
     const maxTasks = Math.min(100, Math.max(0, this.free('TASK') + tasks.length));
     const maxItems = Math.min(100, maxDecisions + maxTasks);
-    const claim = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && maxItems > 0 ? { ...this.registration, maxItems, maxDecisions, maxTasks } : null;
+    const eager = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && maxItems > 0;
     for (let attempt = 0; ; attempt++) {
+      const claim = !eager ? null : this.perKindCaps ? { ...this.registration, maxItems, maxDecisions, maxTasks } : { ...this.registration, maxItems };
       try {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[]; decided?: WireDecided[] } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },
@@ -598,6 +633,8 @@ export class Worker {
         return;
       } catch (error) {
         if (error instanceof BatonRequestError && error.status === 413) return this.tooLarge(decisions, tasks, until);
+        // Refused as a whole, so nothing of it was applied: sent again at once without those fields.
+        if (this.olderService(error)) continue;
         const delay = Math.min(100 * 2 ** attempt, 2000);
         if (Date.now() + delay > until) {
           this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes before their leases ended: ${(error as Error).message}`);
