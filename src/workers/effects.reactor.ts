@@ -54,11 +54,11 @@ const EVENT_OVERHEAD_BYTES = 1024;
  * other apps go on. An effect that fails for a transient reason (the store did not answer,
  * anything not a domain error) is retried with backoff, without holding one of the slots while
  * it waits (its app's later effects go on), at most MAX_RETRYING_PER_APP retries of one app at
- * once; one that fails with a domain error is skipped. The checkpoint moves only past events whose effects were carried out: just before
- * the oldest effect, of any app, not finished (queued, running or backing off). Every effect is a command
- * whose target decider recognises its cause as already applied (a child or task with a
- * deterministic id exists; a parent's child is already resolved; a delivered event's `causeId`;
- * a recorded `ControlApplied`), so replaying from an older checkpoint, or running the reactor on
+ * once; one that fails with a domain error is skipped. The checkpoint moves only past events
+ * whose effects were carried out: just before the oldest effect, of any app, not finished
+ * (queued, running or backing off). Every effect is a command whose target decider recognises
+ * its cause as already applied (a child or task with a deterministic id exists; a parent's child
+ * is already resolved; a delivered event's `causeId`; a recorded `ControlApplied`), so replaying from an older checkpoint, or running the reactor on
  * several instances at once, yields one event on any store.
  */
 @Injectable()
