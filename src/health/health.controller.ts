@@ -76,7 +76,7 @@ export class HealthController {
         };
         return ready ? projections.up(data) : projections.down(data);
       },
-      () => this.indicators.check('effects').up({ checkpoint: this.effects.checkpoint.toString(), retries: this.effects.retries, held: this.effects.held, backingOff: this.effects.backingOff }),
+      () => this.indicators.check('effects').up({ checkpoint: this.effects.checkpoint.toString(), retries: this.effects.retries, held: this.effects.held, backingOff: this.effects.backingOff, appsOverBound: this.effects.appsOverBound }),
     ]);
   }
 }

@@ -189,6 +189,12 @@ export class MetricsService implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly effectsAppsOverBound = new Gauge({
+    name: 'baton_effects_apps_over_bound',
+    help: 'Apps with more effects waiting than one app may hold (4,096): their later effects are read again from the log as they catch up.',
+    registers: [this.registry],
+  });
+
   private effectsRetriesSeen = 0;
 
   readonly ready = new Gauge({
@@ -278,6 +284,7 @@ export class MetricsService implements OnModuleInit {
     this.effectsRetries.inc(this.effects.retries - this.effectsRetriesSeen);
     this.effectsRetriesSeen = this.effects.retries;
     this.effectsCheckpoint.set(Number(this.effects.checkpoint));
+    this.effectsAppsOverBound.set(this.effects.appsOverBound);
 
     this.projectionCheckpoint.set(Number(this.projections.checkpoint));
     this.ready.set(this.projections.isLive && !this.lifecycle.draining ? 1 : 0);

@@ -223,6 +223,12 @@ export class EffectsQueue<T> {
     effect.older = effect.newer = undefined;
   }
 
+  /** Effects of `app` held: queued, running or backing off. */
+  heldOf(app: string): number {
+    const queue = this.apps.get(app);
+    return queue ? queue.queued.size + queue.running : 0;
+  }
+
   /** Position of the oldest effect not finished (queued, running or backing off), of any app (undefined when none). */
   oldestUnfinished(): bigint | undefined {
     return this.oldest?.position;

@@ -32,6 +32,29 @@ const MAX_RETRYING_PER_APP = 16;
 const MAX_HELD_EVENTS = 32_768;
 const MAX_HELD_BYTES = 64 * 1024 * 1024;
 const EVENT_OVERHEAD_BYTES = 1024;
+/**
+ * Effects of one app held at most. Past it, the app's further events are not held but read again
+ * from the log once it has carried out half of what it holds (`refill`), so one app's backlog, or
+ * its effects failing for good, never fill the read-ahead that every app shares.
+ */
+const MAX_HELD_PER_APP = 4_096;
+/** Events read from the log at once when an app's effects are read again. */
+const REFILL_PAGE = 1_000;
+
+/** The reactor's bounds (tests lower them). */
+export interface EffectsLimits {
+  maxInFlight: number;
+  maxHeldEvents: number;
+  maxHeldBytes: number;
+  maxHeldPerApp: number;
+  maxRetryingPerApp: number;
+}
+
+/** An app whose effects went past `maxHeldPerApp`: its events from `from` on are in the log only. */
+interface Overflow {
+  from: bigint;
+  refilling: boolean;
+}
 
 /**
  * What a workflow's recorded decisions cause outside its own stream: starting children and
@@ -69,12 +92,22 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   private position = -1n;
   /** The last event handed to the reactor (its effect queued, or none needed); a restarted subscription goes on after it. */
   private read = -1n;
-  private readonly queue = new EffectsQueue<RecordedEvent>({
-    maxRunning: MAX_IN_FLIGHT,
+  /** Set before the reactor starts (tests lower them). */
+  limits: EffectsLimits = {
+    maxInFlight: MAX_IN_FLIGHT,
     maxHeldEvents: MAX_HELD_EVENTS,
     maxHeldBytes: MAX_HELD_BYTES,
+    maxHeldPerApp: MAX_HELD_PER_APP,
     maxRetryingPerApp: MAX_RETRYING_PER_APP,
-  });
+  };
+  private queue!: EffectsQueue<RecordedEvent>;
+  /** Apps past `maxHeldPerApp`, and the smallest of their `from` (the checkpoint stays before it). */
+  private readonly overflow = new Map<string, Overflow>();
+  private overflowFrom: bigint | undefined;
+  /** The read-ahead was full since the last effect finished. */
+  private wasFull = false;
+  /** Events read again from the log for apps past their bound (for tests). */
+  refilled = 0;
   /** Attempts under way. */
   private readonly inFlight = new Set<Promise<void>>();
   /** Delays of effects backing off after a failed attempt. */
@@ -109,22 +142,33 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
 
   /** Effects queued, running or backing off (for /health). */
   get held(): number {
-    return this.queue.held;
+    return this.queue?.held ?? 0;
   }
 
   /** Effects backing off after a failed attempt (for /health). */
   get backingOff(): number {
-    return this.queue.backingOff;
+    return this.queue?.backingOff ?? 0;
   }
 
   /** What is held, by state (for /metrics). */
   get heldByState(): { queued: number; running: number; backingOff: number } {
-    const { held, running, backingOff } = this.queue;
+    const { held, running, backingOff } = this.queue ?? { held: 0, running: 0, backingOff: 0 };
     return { queued: held - running - backingOff, running, backingOff };
+  }
+
+  /** Apps whose effects went past their bound and are read again from the log (for /health). */
+  get appsOverBound(): number {
+    return this.overflow.size;
   }
 
   private start(): void {
     if (this.stopped || this.subscription) return;
+    this.queue ??= new EffectsQueue<RecordedEvent>({
+      maxRunning: this.limits.maxInFlight,
+      maxHeldEvents: this.limits.maxHeldEvents,
+      maxHeldBytes: this.limits.maxHeldBytes,
+      maxRetryingPerApp: this.limits.maxRetryingPerApp,
+    });
     if (this.read < 0n) this.read = this.position = this.rm.checkpoint(EFFECTS_CHECKPOINT);
     // After a dropped subscription, what was read is still queued or done: go on after it.
     this.subscription = this.store.subscribe((event) => this.handle(event), {
@@ -142,15 +186,102 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     if (this.stopped || recorded.position <= this.read) return;
     const event = this.registry.upcast(recorded);
     if (REACTS_TO.has(event.type)) {
-      // Backpressure: the store delivers the next event once this one is taken.
-      while (!this.stopped && this.queue.full) await new Promise<void>((resolve) => (this.wakeReader = resolve));
-      if (this.stopped) return;
-      const bytes = EVENT_OVERHEAD_BYTES + JSON.stringify(event.data ?? null).length;
-      this.queue.add(event.position, String(event.metadata.appId ?? ''), event.type === 'ControlRequested', bytes, event);
-      this.pump();
+      const app = String(event.metadata.appId ?? '');
+      if (!this.overflow.has(app) && this.queue.heldOf(app) >= this.limits.maxHeldPerApp) {
+        // Past its bound: this event and the app's later ones stay in the log until it has room.
+        this.overflow.set(app, { from: event.position, refilling: false });
+        this.overflowChanged();
+      }
+      if (!this.overflow.has(app)) {
+        // Backpressure: the store delivers the next event once this one is taken.
+        while (!this.stopped && this.queue.full) await new Promise<void>((resolve) => (this.wakeReader = resolve));
+        if (this.stopped) return;
+        this.hold(event, app);
+        this.pump();
+      }
     }
     this.read = event.position;
     this.advance();
+  }
+
+  private hold(event: RecordedEvent, app: string): void {
+    const bytes = EVENT_OVERHEAD_BYTES + JSON.stringify(event.data ?? null).length;
+    this.queue.add(event.position, app, event.type === 'ControlRequested', bytes, event);
+    if (this.queue.full) this.wasFull = true;
+  }
+
+  /**
+   * Reads the log again for an app past its bound, from its first event not held, holding its
+   * events up to its bound (or until the read-ahead is full), in log order: its own FIFO order
+   * holds, as its earlier events are all held or done. Once the read reaches the events the
+   * subscription has handled, the app leaves the overflow, with no await in between: its next
+   * event comes through the subscription and is held as usual.
+   */
+  private async refill(app: string, over: Overflow): Promise<void> {
+    over.refilling = true;
+    try {
+      // After an empty read, what the subscription had handled by then: read once more.
+      let handledBeforeRead: bigint | undefined;
+      for (let after = over.from - 1n; !this.stopped; ) {
+        const page = await this.store.readAll({ after, maxCount: REFILL_PAGE });
+        if (this.stopped || this.overflow.get(app) !== over) return;
+        // Handled by the subscription (and passed over for this app) up to here; later events reach it.
+        const upTo = this.read;
+        if (page.length === 0) {
+          // Events up to `upTo` that this read did not see were written after it started (read
+          // again), or deleted since (retention: nothing to hold) once a read that started after
+          // they were handled still does not see them.
+          if (after >= upTo || (handledBeforeRead !== undefined && handledBeforeRead >= upTo)) break;
+          handledBeforeRead = upTo;
+          continue;
+        }
+        handledBeforeRead = undefined;
+        for (const recorded of page) {
+          if (recorded.position > upTo) break;
+          after = recorded.position;
+          this.refilled++;
+          if (!REACTS_TO.has(recorded.type)) continue;
+          const event = this.registry.upcast(recorded);
+          if (String(event.metadata.appId ?? '') !== app) continue;
+          if (this.queue.heldOf(app) >= this.limits.maxHeldPerApp || this.queue.full) {
+            // Room again later (`refillIfRoom`), from this event on.
+            over.from = event.position;
+            this.overflowChanged();
+            this.pump();
+            return;
+          }
+          this.hold(event, app);
+        }
+        this.pump();
+        // The page reached past what the subscription handled: every event up to it was seen.
+        if (page[page.length - 1].position >= upTo) break;
+        over.from = after + 1n;
+        this.overflowChanged();
+      }
+      if (this.stopped) return;
+      // No await since `upTo` was read: the app's next event comes through the subscription, held as usual.
+      this.overflow.delete(app);
+      this.overflowChanged();
+      this.advance();
+    } catch (error) {
+      this.logger.warn(`reading the log again for app ${app}'s effects failed, retrying in ${BACKOFF_MAX_MS} ms: ${error instanceof Error ? error.message : String(error)}`);
+      setTimeout(() => this.refillIfRoom(app), BACKOFF_MAX_MS).unref();
+    } finally {
+      over.refilling = false;
+    }
+  }
+
+  /** Reads an app's effects again once it has carried out half of what it may hold, if it went past its bound. */
+  private refillIfRoom(app: string): void {
+    const over = this.overflow.get(app);
+    if (!over || over.refilling || this.stopped || this.queue.full) return;
+    if (this.queue.heldOf(app) <= this.limits.maxHeldPerApp / 2) void this.refill(app, over);
+  }
+
+  private overflowChanged(): void {
+    let from: bigint | undefined;
+    for (const over of this.overflow.values()) if (from === undefined || over.from < from) from = over.from;
+    this.overflowFrom = from;
   }
 
   /** Starts what may start now: resumed retries first, then round robin across apps. */
@@ -205,6 +336,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     if (!this.queue.full) {
       this.wakeReader?.();
       this.wakeReader = undefined;
+      if (this.overflow.size > 0) {
+        this.refillIfRoom(effect.app);
+        // The read-ahead was full: that may be what stopped other apps' reads (O(apps past their bound), once per time it fills).
+        if (this.wasFull) for (const app of this.overflow.keys()) this.refillIfRoom(app);
+      }
+      this.wasFull = false;
     }
     this.pump();
     this.advance();
@@ -213,7 +350,8 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   /** Moves the checkpoint to just before the oldest effect not finished, of any app (or to the last event read). */
   private advance(): void {
     if (this.stopped) return;
-    const oldest = this.queue.oldestUnfinished();
+    const held = this.queue.oldestUnfinished();
+    const oldest = held === undefined ? this.overflowFrom : this.overflowFrom === undefined || held < this.overflowFrom ? held : this.overflowFrom;
     const done = oldest === undefined ? this.read : oldest - 1n;
     if (done > this.position) {
       this.position = done;
