@@ -114,7 +114,7 @@ describe('durable read models', () => {
     const done = await engine.waitForState(parent);
     expect(done.result.parentGot.released).toBe(7);
     expect((await engine.history(parent)).filter((e) => e.type === 'ChildWorkflowCompleted')).toHaveLength(1);
-    expect(service.output()).toMatch(/effect of WorkflowCompleted at \d+ .* failed, retrying in \d+ ms: injected fault/);
+    expect(service.output()).toMatch(/effect of WorkflowCompleted at \d+ .* failed \(attempt 1\), retrying in \d+ ms: injected fault/);
     expect((await health(service)).body.details.effects.retries).toBe(2);
   }, 30_000);
 });
