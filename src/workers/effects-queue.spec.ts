@@ -257,4 +257,34 @@ describe('EffectsQueue', () => {
       }
     }
   });
+
+  it('keeps the oldest unfinished position right when an app is added behind newer effects of other apps (read again from the log)', () => {
+    const random = (seed: number) => () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    for (let seed = 1; seed <= 200; seed++) {
+      const r = random(seed);
+      const queue = new EffectsQueue<number>({ maxRunning: 3, maxHeldEvents: 1e9, maxHeldBytes: 1e12, maxRetryingPerApp: 2 });
+      // Each app's positions increase (the log's order); across apps any order (app i owns positions ≡ i mod 3).
+      const nextOf = [0, 0, 0];
+      const unfinished = new Set<HeldEffect<number>>();
+      const running: HeldEffect<number>[] = [];
+      for (let step = 0; step < 400; step++) {
+        const op = r();
+        if (op < 0.45) {
+          const app = Math.floor(r() * 3);
+          nextOf[app] += 1 + Math.floor(r() * 20);
+          const e = queue.add(BigInt(nextOf[app] * 3 + app), String(app), false, 1, step);
+          unfinished.add(e);
+        } else if (op < 0.7) {
+          const e = queue.next();
+          if (e) running.push(e);
+        } else if (running.length > 0) {
+          const [e] = running.splice(Math.floor(r() * running.length), 1);
+          queue.finish(e);
+          unfinished.delete(e);
+        }
+        const min = [...unfinished].reduce<bigint | undefined>((m, e) => (m === undefined || e.position < m ? e.position : m), undefined);
+        expect(queue.oldestUnfinished()).toBe(min);
+      }
+    }
+  });
 });

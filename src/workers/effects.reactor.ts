@@ -38,6 +38,8 @@ const EVENT_OVERHEAD_BYTES = 1024;
  * its effects failing for good, never fill the read-ahead that every app shares.
  */
 const MAX_HELD_PER_APP = 4_096;
+/** Bytes of one app's effects held at most (as MAX_HELD_BYTES is to MAX_HELD_EVENTS). */
+const MAX_HELD_BYTES_PER_APP = 8 * 1024 * 1024;
 /** Events read from the log at once when an app's effects are read again. */
 const REFILL_PAGE = 1_000;
 
@@ -47,6 +49,7 @@ export interface EffectsLimits {
   maxHeldEvents: number;
   maxHeldBytes: number;
   maxHeldPerApp: number;
+  maxHeldBytesPerApp: number;
   maxRetryingPerApp: number;
 }
 
@@ -98,13 +101,14 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     maxHeldEvents: MAX_HELD_EVENTS,
     maxHeldBytes: MAX_HELD_BYTES,
     maxHeldPerApp: MAX_HELD_PER_APP,
+    maxHeldBytesPerApp: MAX_HELD_BYTES_PER_APP,
     maxRetryingPerApp: MAX_RETRYING_PER_APP,
   };
   private queue!: EffectsQueue<RecordedEvent>;
   /** Apps past `maxHeldPerApp`, and the smallest of their `from` (the checkpoint stays before it). */
   private readonly overflow = new Map<string, Overflow>();
   private overflowFrom: bigint | undefined;
-  /** The read-ahead was full since the last effect finished. */
+  /** A refill stopped for lack of room (`refillRoom`) since room was last found. */
   private wasFull = false;
   /** Events read again from the log for apps past their bound (for tests). */
   refilled = 0;
@@ -187,7 +191,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     const event = this.registry.upcast(recorded);
     if (REACTS_TO.has(event.type)) {
       const app = String(event.metadata.appId ?? '');
-      if (!this.overflow.has(app) && this.queue.heldOf(app) >= this.limits.maxHeldPerApp) {
+      if (!this.overflow.has(app) && this.atBound(app)) {
         // Past its bound: this event and the app's later ones stay in the log until it has room.
         this.overflow.set(app, { from: event.position, refilling: false });
         this.overflowChanged();
@@ -207,7 +211,6 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   private hold(event: RecordedEvent, app: string): void {
     const bytes = EVENT_OVERHEAD_BYTES + JSON.stringify(event.data ?? null).length;
     this.queue.add(event.position, app, event.type === 'ControlRequested', bytes, event);
-    if (this.queue.full) this.wasFull = true;
   }
 
   /**
@@ -240,11 +243,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           if (recorded.position > upTo) break;
           after = recorded.position;
           this.refilled++;
-          if (!REACTS_TO.has(recorded.type)) continue;
+          // As `handle` decides: by the upcast event's type (an upcaster may rename a type).
           const event = this.registry.upcast(recorded);
-          if (String(event.metadata.appId ?? '') !== app) continue;
-          if (this.queue.heldOf(app) >= this.limits.maxHeldPerApp || this.queue.full) {
+          if (!REACTS_TO.has(event.type) || String(event.metadata.appId ?? '') !== app) continue;
+          if (this.atBound(app) || !this.refillRoom()) {
             // Room again later (`refillIfRoom`), from this event on.
+            if (!this.atBound(app)) this.wasFull = true;
             over.from = event.position;
             this.overflowChanged();
             this.pump();
@@ -264,6 +268,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       this.overflowChanged();
       this.advance();
     } catch (error) {
+      if (this.stopped) return; // the store closed under a read at shutdown
       this.logger.warn(`reading the log again for app ${app}'s effects failed, retrying in ${BACKOFF_MAX_MS} ms: ${error instanceof Error ? error.message : String(error)}`);
       setTimeout(() => this.refillIfRoom(app), BACKOFF_MAX_MS).unref();
     } finally {
@@ -274,8 +279,26 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   /** Reads an app's effects again once it has carried out half of what it may hold, if it went past its bound. */
   private refillIfRoom(app: string): void {
     const over = this.overflow.get(app);
-    if (!over || over.refilling || this.stopped || this.queue.full) return;
-    if (this.queue.heldOf(app) <= this.limits.maxHeldPerApp / 2) void this.refill(app, over);
+    if (!over || over.refilling || this.stopped) return;
+    if (this.queue.heldOf(app) > this.limits.maxHeldPerApp / 2 || this.queue.heldBytesOf(app) > this.limits.maxHeldBytesPerApp / 2) return;
+    // No room: every app past its bound is tried again once there is (`attempt`).
+    if (!this.refillRoom()) this.wasFull = true;
+    else void this.refill(app, over);
+  }
+
+  /**
+   * Room for events read again: the read-ahead plus one app's bound, which the subscription's
+   * handler never takes (it waits at `queue.full`), so a refill is not starved by the handler
+   * taking every slot freed while its page is read.
+   */
+  private refillRoom(): boolean {
+    const { maxHeldEvents, maxHeldPerApp, maxHeldBytes, maxHeldBytesPerApp } = this.limits;
+    return this.queue.held < maxHeldEvents + maxHeldPerApp && this.queue.heldBytes < maxHeldBytes + maxHeldBytesPerApp;
+  }
+
+  /** The app holds as many effects, or as many bytes of them, as it may (an app holding none takes one, however large). */
+  private atBound(app: string): boolean {
+    return this.queue.heldOf(app) >= this.limits.maxHeldPerApp || this.queue.heldBytesOf(app) >= this.limits.maxHeldBytesPerApp;
   }
 
   private overflowChanged(): void {
@@ -336,12 +359,14 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     if (!this.queue.full) {
       this.wakeReader?.();
       this.wakeReader = undefined;
-      if (this.overflow.size > 0) {
-        this.refillIfRoom(effect.app);
-        // The read-ahead was full: that may be what stopped other apps' reads (O(apps past their bound), once per time it fills).
-        if (this.wasFull) for (const app of this.overflow.keys()) this.refillIfRoom(app);
+    }
+    if (this.overflow.size > 0) {
+      this.refillIfRoom(effect.app);
+      // A refill stopped for lack of room: that may be what stopped other apps' reads (O(apps past their bound), once per time).
+      if (this.wasFull && this.refillRoom()) {
+        this.wasFull = false;
+        for (const app of this.overflow.keys()) this.refillIfRoom(app);
       }
-      this.wasFull = false;
     }
     this.pump();
     this.advance();

@@ -1,0 +1,157 @@
+/**
+ * The effects reactor's bounds per app, against faults a review found in the first version of
+ * them: effects read again from the log went behind newer effects of other apps, and the
+ * checkpoint passed them; one app's large effects failing for good filled the read-ahead's bytes;
+ * an app past its bound starved, its pages read again for nothing, while other apps kept the
+ * read-ahead full. A temporary SQLite file is the store; what an effect does is replaced by a
+ * dispatcher whose attempts can be held back, slowed or failed.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DeciderRunner } from '../event-store/decider-runner.js';
+import { EventRegistry } from '../event-store/event-registry.js';
+import type { ProjectionRunner } from '../event-store/projection-runner.js';
+import { ReadModelDb } from '../event-store/read-model-db.js';
+import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store.js';
+import type { ScheduleCreator } from '../schedules/commands/create-schedule.js';
+import { uuidv7 } from '../shared/ids.js';
+import type { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
+import type { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
+import type { SelectorActions } from '../workflows/commands/selector-actions.js';
+import type { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
+import { EffectsReactor } from './effects.reactor.js';
+
+/** Polls `check` every 10 ms until it holds; fails after `timeoutMs`. */
+async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('EffectsReactor: bounds per app', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn', 'debug', 'verbose', 'fatal']));
+  const cleanup: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const step of cleanup.reverse()) await step();
+    cleanup.length = 0;
+  });
+
+  async function setUp() {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-effects-review-'));
+    const store = new SqliteEventStore(join(dir, 'baton.db'));
+    const rm = new ReadModelDb(join(dir, 'baton.rm.db'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    cleanup.push(() => void rm.db.close());
+    cleanup.push(() => store.close());
+    /** Task ids whose attempts wait until released. */
+    const blocked = new Map<string, Promise<void>>();
+    const releases = new Map<string, () => void>();
+    const block = (taskId: string) => {
+      let open!: () => void;
+      blocked.set(taskId, new Promise<void>((resolve) => (open = resolve)));
+      releases.set(taskId, open);
+    };
+    const release = (taskId: string) => releases.get(taskId)?.();
+    const failing = new Set<string>();
+    const slowApps = new Map<string, number>();
+    const started: string[] = [];
+    const carriedOut: string[] = [];
+    const tasks = {
+      dispatch: async (context: { appId: string }, command: { taskId: string }) => {
+        started.push(command.taskId);
+        await blocked.get(command.taskId);
+        const ms = slowApps.get(context.appId);
+        if (ms) await new Promise((resolve) => setTimeout(resolve, ms));
+        if (failing.has(context.appId)) throw new TypeError(`fault in ${context.appId}`);
+        carriedOut.push(command.taskId);
+      },
+    } as unknown as TaskDispatcher;
+    const projections = { onLive: (listener: () => void) => listener(), waitFor: async () => {} } as unknown as ProjectionRunner;
+    const reactor = new EffectsReactor({} as DeciderRunner, {} as WorkflowDispatcher, tasks, {} as SelectorActions, projections, {} as WorkflowsReadModel, new EventRegistry(), store, rm, {} as ScheduleCreator);
+    cleanup.push(() => reactor.onApplicationShutdown());
+    const dispatchMany = async (appId: string, prefix: string, n: number, from = 0, argBytes = 0) => {
+      const events = Array.from({ length: n }, (_, k) => ({
+        id: uuidv7(),
+        type: 'TaskDispatchRequested',
+        data: { seq: from + k, taskId: `${prefix}-${from + k}`, name: 'T', args: argBytes ? ['x'.repeat(argBytes)] : [] },
+        metadata: { appId, environment: 'prod' },
+      }));
+      return store.append(`workflow-${uuidv7()}`, events);
+    };
+    return { store, rm, reactor, block, release, failing, slowApps, started, carriedOut, dispatchMany };
+  }
+
+  it('keeps the checkpoint before effects read again from the log that are not carried out yet', async () => {
+    const { store, rm, reactor, block, release, started, carriedOut, dispatchMany } = await setUp();
+    reactor.limits = { ...reactor.limits, maxHeldPerApp: 10, maxHeldEvents: 1_000 };
+    // busy: b-0..b-11 at positions 1..12; slow: s-0 at 13.
+    await dispatchMany('busy', 'b', 12);
+    await dispatchMany('slow', 's', 1);
+    const head = (await store.headPosition())!;
+    const b10 = head - 2n; // position of b-10
+    block('s-0');
+    block('b-10');
+    block('b-11');
+    for (let i = 0; i < 10; i++) block(`b-${i}`);
+    reactor.onApplicationBootstrap();
+    await until(() => reactor.appsOverBound === 1 && reactor.held === 11, 'busy past its bound, s-0 held');
+    expect(reactor.checkpoint).toBe(0n);
+    for (let i = 0; i < 10; i++) release(`b-${i}`);
+    // b-0..b-9 held and carried out; b-10, b-11 passed over, then read again and started (blocked).
+    try {
+      await until(() => started.includes('b-11'), 'b-11 read again and started');
+      // Leaving the overflow moves the checkpoint at once (before, past b-10 and b-11).
+      await until(() => reactor.appsOverBound === 0, 'busy caught up');
+      expect(carriedOut).not.toContain('b-10');
+      // Neither b-10 nor s-0 is carried out: the checkpoint must stay before b-10 (in memory and saved).
+      expect(reactor.checkpoint).toBeLessThan(b10);
+      expect(rm.checkpoint('effects')).toBeLessThan(b10);
+    } finally {
+      for (const id of ['s-0', 'b-10', 'b-11']) release(id);
+    }
+    await until(() => carriedOut.length === 13, 'every effect carried out');
+    await until(() => reactor.checkpoint === head, 'the checkpoint at the head');
+  });
+
+  it('reads an app past its bound again while the read-ahead is kept full by other apps (no starvation, no empty re-reads)', async () => {
+    const { store, reactor, slowApps, block, release, carriedOut, dispatchMany } = await setUp();
+    reactor.limits = { ...reactor.limits, maxHeldPerApp: 10, maxHeldEvents: 40, maxInFlight: 8 };
+    for (let i = 0; i < 10; i++) block(`x-${i}`);
+    await dispatchMany('x', 'x', 30);
+    // Eight other apps, each under its bound, enough together to keep the read-ahead full.
+    const goods = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
+    for (let round = 0; round < 40; round++) for (const g of goods) await dispatchMany(g, g, 8, round * 8);
+    for (const g of goods) slowApps.set(g, 2);
+    let reads = 0;
+    const readAll = store.readAll.bind(store);
+    store.readAll = async (options) => {
+      reads++;
+      return readAll(options);
+    };
+    reactor.onApplicationBootstrap();
+    await until(() => reactor.appsOverBound === 1, 'x past its bound');
+    for (let i = 0; i < 10; i++) release(`x-${i}`);
+    await until(() => carriedOut.length === 30 + 8 * 320, 'every effect carried out', 60_000);
+    const lastX = carriedOut.indexOf('x-29');
+    const goodsBefore = carriedOut.slice(0, lastX).filter((id) => id.startsWith('g')).length;
+    expect(goodsBefore).toBeLessThan(8 * 320 / 2);
+    expect(reads).toBeLessThan(20);
+  }, 90_000);
+
+  it("keeps an app whose large effects fail for good from filling the read-ahead's bytes", async () => {
+    const { reactor, failing, carriedOut, dispatchMany } = await setUp();
+    // 200 KB of read-ahead; the failing app's 10 KB events fill it long before its 100-event bound.
+    reactor.limits = { ...reactor.limits, maxHeldPerApp: 100, maxHeldEvents: 1_000, maxHeldBytes: 200 * 1024, maxHeldBytesPerApp: 50 * 1024 };
+    failing.add('bad');
+    await dispatchMany('bad', 'bad', 60, 0, 10_000);
+    await dispatchMany('good', 'good', 1);
+    reactor.onApplicationBootstrap();
+    await until(() => carriedOut.includes('good-0'), "the good app's effect carried out", 5_000);
+  });
+});
