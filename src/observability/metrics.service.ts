@@ -191,7 +191,7 @@ export class MetricsService implements OnModuleInit {
 
   readonly effectsAppsOverBound = new Gauge({
     name: 'baton_effects_apps_over_bound',
-    help: 'Apps with more effects waiting than one app may hold (4,096): their later effects are read again from the log as they catch up.',
+    help: 'Apps with more effects waiting than one app may hold (4,096, or 8 MiB of their data): their later effects are read again from the log as they catch up.',
     registers: [this.registry],
   });
 
