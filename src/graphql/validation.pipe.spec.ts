@@ -140,6 +140,17 @@ function reachableClasses(roots: Iterable<Function>): Set<Function> {
 type Make = () => unknown;
 type Case = [label: string, make: Make];
 
+/**
+ * Values compared in a full parent only, not again in a parent with its required fields only: a
+ * nested value's own rules (its class is compared on its own too) and full-size arrays do not
+ * depend on the parent's optional siblings.
+ */
+const FULL_PARENT_ONLY = new WeakSet<Make>();
+const fullParentOnly = (cases: Case[]): Case[] => {
+  for (const [, make] of cases) FULL_PARENT_ONLY.add(make);
+  return cases;
+};
+
 const rule = (rules: Rule[], name: string) => rules.find((r) => r.name === name);
 const has = (rules: Rule[], name: string) => rules.some((r) => r.name === name);
 
@@ -250,7 +261,7 @@ function valuesFor(cls: Function, property: string, rules: Rule[], depth: number
         // The full-size arrays once, where the class is an input of its own: not again in each parent.
         if (depth > 0) break;
         const item = () => (valid() as unknown[])[0];
-        cases.push([`${bound} items`, () => Array.from({ length: bound }, item)], [`${bound + 1} items`, () => Array.from({ length: bound + 1 }, item)]);
+        cases.push(...fullParentOnly([[`${bound} items`, () => Array.from({ length: bound }, item)], [`${bound + 1} items`, () => Array.from({ length: bound + 1 }, item)]]));
         break;
       }
       case 'isString':
@@ -270,7 +281,7 @@ function valuesFor(cls: Function, property: string, rules: Rule[], depth: number
     const type = nestedType(cls, property);
     const inner = variants(type, 1);
     if (has(rules, 'isArray')) {
-      for (const [label, make] of inner) cases.push([`[ok, ${label}, ok]`, () => [full(type), make(), minimal(type)]]);
+      for (const [label, make] of inner) cases.push(...fullParentOnly([[`[ok, ${label}, ok]`, () => [full(type), make(), minimal(type)]]]));
       cases.push(
         ['[null]', () => [null]],
         ['[ok, null]', () => [full(type), null]],
@@ -283,7 +294,7 @@ function valuesFor(cls: Function, property: string, rules: Rule[], depth: number
         ['a null-prototype item', () => [nullPrototype(full(type))]],
       );
     } else {
-      for (const [label, make] of inner) cases.push([`{ ${label} }`, make]);
+      for (const [label, make] of inner) cases.push(...fullParentOnly([[`{ ${label} }`, make]]));
       cases.push(['[ok]', () => [full(type)]], ['[]', () => []], ['a null-prototype object', () => nullPrototype(full(type))]);
     }
   }
@@ -330,7 +341,7 @@ function variants(cls: Function, depth: number): Case[] {
     // Deeper down, the boundaries of each nested property, not every combination again.
     for (const [label, make] of depth === 0 ? values : values.filter(([l]) => !l.startsWith('[ok, {') && !l.startsWith('{ {'))) {
       cases.push([`${property}: ${label}`, () => ({ ...full(cls), [property]: make() })]);
-      if (depth === 0) cases.push([`${property} (required only): ${label}`, () => ({ ...minimal(cls), [property]: make() })]);
+      if (depth === 0 && !FULL_PARENT_ONLY.has(make)) cases.push([`${property} (required only): ${label}`, () => ({ ...minimal(cls), [property]: make() })]);
     }
   }
   for (const [label, make] of EXTRA_KEYS) {
