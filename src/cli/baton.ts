@@ -4,12 +4,14 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createEventStore } from '../event-store/create-event-store.js';
 import { type EventStore, type RecordedEvent } from '../event-store/event-store.port.js';
-import { createToken, revokeToken } from '../tokens/create-token.js';
 import { eventsCommand, historyCommand, replayAllCommand, replayCommand } from './history-commands.js';
 import { CliError, assertStoreExists, backupCommand } from './store-commands.js';
-import { rebuildCommand } from './rebuild-command.js';
-import { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from '../tokens/roles.js';
+import { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from '../tokens/token-roles.js';
 import { type WorkerCommandOptions, workerCommand } from './worker-command.js';
+
+// The modules that load Nest (token deciders, read models) are imported by the commands that use
+// them: --help, --version, worker, history, events and replay start in a fraction of the time.
+const tokenCommands = () => import('../tokens/create-token.js');
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -61,6 +63,7 @@ withStoreOptions(command(tokens, 'create', 'issue a token; it is printed once, o
   .action(async (o: StoreOptions & { app: string[]; env?: string[]; label?: string; role: TokenRole }) =>
     done(
       await withStore(o, async (store) => {
+        const { createToken } = await tokenCommands();
         const { tokenId, token } = await createToken(store, { apps: o.app, environments: o.env ?? null, label: o.label ?? null, role: o.role, actor: 'cli' });
         process.stdout.write(`Token ${tokenId} (${o.role}) for app ${o.app.join(', ')}${o.env ? ` (environments ${o.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
         return 0;
@@ -98,6 +101,7 @@ withStoreOptions(command(tokens, 'list', 'list tokens (id, scope, state); never 
 withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every instance')).action(async (tokenId: string, o: StoreOptions) =>
   done(
     await withStore(o, async (store) => {
+      const { revokeToken } = await tokenCommands();
       const changed = await revokeToken(store, tokenId, 'cli');
       process.stdout.write(changed ? `Token ${tokenId} revoked.\n` : `Token ${tokenId} was already revoked.\n`);
       return 0;
@@ -151,6 +155,7 @@ withStoreOptions(command(program, 'backup <file>', 'write a consistent copy of t
 withStoreOptions(command(program, 'rebuild', 'drop the read models of the embedded SQLite store and fold the whole log into them again (stop every instance first)'))
   .action(async (o: StoreOptions) => {
     const url = loadConfig({ ...process.env, EVENT_STORE_URL: o.store }).eventStoreUrl;
+    const { rebuildCommand } = await import('./rebuild-command.js');
     done(await rebuildCommand(url));
   });
 

@@ -4,14 +4,9 @@ import { GqlExecutionContext } from '@nestjs/graphql';
 import { ForbiddenError } from '../shared/errors.js';
 import type { Principal } from './tokens.projection.js';
 
-/**
- * What a token may do. `admin` everything; `operator` read and control (dispatch, schedule,
- * pause, resume, terminate, send events, retry); `read-only` queries only; `worker` the worker
- * protocol only. A token created before roles existed has none recorded and is `admin`.
- */
-export const TOKEN_ROLES = ['admin', 'operator', 'read-only', 'worker'] as const;
-export type TokenRole = (typeof TOKEN_ROLES)[number];
-export const DEFAULT_ROLE: TokenRole = 'admin';
+import { TOKEN_ROLES, type TokenRole } from './token-roles.js';
+
+export { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from './token-roles.js';
 
 /** What one GraphQL root field needs. `any` is for the caller's own identity (`viewer`). */
 export type Capability = 'read' | 'control' | 'worker' | 'any';
