@@ -2,7 +2,7 @@ import { decideAndAppend } from '../event-store/decider-runner.js';
 import { type EventStore } from '../event-store/event-store.port.js';
 import { uuidv7 } from '../shared/ids.js';
 import { tokenDecider } from './domain/token.decider.js';
-import { DEFAULT_ROLE, TokenRole } from './roles.js';
+import { DEFAULT_ROLE, type TokenRole } from './token-roles.js';
 import { newTokenSecret } from './token-secrets.js';
 
 export interface CreatedToken {

@@ -1,6 +1,6 @@
 import { Decider } from '../../shared/decider.js';
 import { ConflictError, NotFoundError } from '../../shared/errors.js';
-import type { TokenRole } from '../roles.js';
+import type { TokenRole } from '../token-roles.js';
 
 /** `apitoken-<id>`: a token's hash and scope; the token itself is never stored. */
 export type TokenEvent =
