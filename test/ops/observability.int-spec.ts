@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Engine, unique } from '../engine/engine-helpers.js';
-import { Service, startService } from '../support/service.js';
+import { startServices } from '../api/api-helpers.js';
+import { Service } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 
@@ -22,6 +23,16 @@ function metric(text: string, name: string, labels: Record<string, string> = {})
 
 const DISPATCH = 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }';
 
+// The three instances start together, their start-ups overlapping; each describe stops its own.
+const services = startServices({
+  plain: { env: { LOG_LEVEL: 'info', METRICS_SAMPLE_MS: '200' } },
+  // The last export at shutdown, to an endpoint that refuses, gives up after 0.5 s (the standard
+  // OTEL_EXPORTER_OTLP_TIMEOUT), not after the default 10 s that this instance's stop used to wait.
+  traced: { env: { METRICS_TOKEN: 'scrape-secret', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_EXPORTER_OTLP_TIMEOUT: '500', LOG_LEVEL: 'info' } },
+  quiet: { env: { LOG_LEVEL: 'warn' } },
+});
+afterAll(() => services.stopAll());
+
 describe('observability: request ids, logs, metrics, probes', () => {
   let service: Service;
   let worker: FixtureWorker;
@@ -29,7 +40,7 @@ describe('observability: request ids, logs, metrics, probes', () => {
   let engine: Engine;
 
   beforeAll(async () => {
-    service = await startService({ env: { LOG_LEVEL: 'info', METRICS_SAMPLE_MS: '200' } });
+    service = await services.get('plain');
     engine = new Engine(service, environment);
   });
   afterAll(async () => {
@@ -148,7 +159,7 @@ describe('observability: request ids, logs, metrics, probes', () => {
 describe('metrics behind METRICS_TOKEN, and tracing on', () => {
   let service: Service;
   beforeAll(async () => {
-    service = await startService({ env: { METRICS_TOKEN: 'scrape-secret', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', LOG_LEVEL: 'info' } });
+    service = await services.get('traced');
   });
   afterAll(() => service?.stop());
 
@@ -172,7 +183,7 @@ describe('the request log at LOG_LEVEL=warn', () => {
   let service: Service;
 
   beforeAll(async () => {
-    service = await startService({ env: { LOG_LEVEL: 'warn' } });
+    service = await services.get('quiet');
   });
   afterAll(async () => {
     await service?.stop();
