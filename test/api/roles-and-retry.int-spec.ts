@@ -26,8 +26,15 @@ describe('roles, retry and dashboard queries', () => {
 
   beforeAll(async () => {
     service = await startService({ env: { WORKER_GONE_MS: '500' } });
-    for (const role of ['operator', 'read-only', 'worker']) tokens[role] = await createTokenViaCli(service.storeUrl, ['demo'], [], role);
-    tokens.admin = await createTokenViaCli(service.storeUrl, ['demo']);
+    // Issued together (each is a CLI process of its own), as issueTokens does.
+    [tokens.operator, tokens['read-only'], tokens.worker, tokens.admin] = await Promise.all([
+      ...['operator', 'read-only', 'worker'].map((role) => createTokenViaCli(service.storeUrl, ['demo'], [], role)),
+      createTokenViaCli(service.storeUrl, ['demo']),
+    ]);
+    // The service reads them from the log: each accepted before the tests use it.
+    for (const token of Object.values(tokens)) {
+      await waitFor(async () => (await service.gql('{ __typename }', {}, token)).status === 200, { timeoutMs: 15_000, description: 'the service to accept a token made by the CLI' });
+    }
   });
   afterAll(async () => {
     await killAllWorkers();
