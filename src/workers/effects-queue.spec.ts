@@ -287,4 +287,62 @@ describe('EffectsQueue', () => {
       }
     }
   });
+
+  it('keeps the whole held list in position order, with links consistent, through refills of several apps interleaved with finishes', () => {
+    const random = (seed: number) => () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    for (let seed = 1; seed <= 100; seed++) {
+      const r = random(seed);
+      const q = new EffectsQueue<number>({ maxRunning: 1 + Math.floor(r() * 6), maxHeldEvents: 1e9, maxHeldBytes: 1e12, maxRetryingPerApp: 2 });
+      const apps = 2 + Math.floor(r() * 4);
+      // Positions: a shared log; each app's next position only increases; apps may jump back behind others (refill).
+      const next = Array.from({ length: apps }, () => 0);
+      let head = 0;
+      const live = new Set<HeldEffect<number>>();
+      const running: HeldEffect<number>[] = [];
+      const backing: HeldEffect<number>[] = [];
+      const used = new Set<number>();
+      for (let step = 0; step < 300; step++) {
+        const op = r();
+        if (op < 0.45) {
+          const a = Math.floor(r() * apps);
+          const burst = 1 + Math.floor(r() * 6);
+          for (let k = 0; k < burst; k++) {
+            // Either the tail of the log (subscription) or a position behind it (refill), above the app's last.
+            let p = r() < 0.5 ? ++head * 7 + a : next[a] + 1 + Math.floor(r() * 15);
+            while (used.has(p) || p % 7 !== a || p <= next[a]) p++;
+            used.add(p);
+            next[a] = p;
+            head = Math.max(head, Math.ceil(p / 7));
+            live.add(q.add(BigInt(p), String(a), r() < 0.1, 1, step));
+          }
+        } else if (op < 0.65) {
+          const e = q.next();
+          if (e) running.push(e);
+        } else if (op < 0.75 && running.length) {
+          const [e] = running.splice(Math.floor(r() * running.length), 1);
+          q.suspend(e);
+          backing.push(e);
+        } else if (op < 0.82 && backing.length) {
+          const [e] = backing.splice(Math.floor(r() * backing.length), 1);
+          q.resume(e);
+        } else if (running.length) {
+          const [e] = running.splice(Math.floor(r() * running.length), 1);
+          q.finish(e);
+          live.delete(e);
+        }
+        const walk: bigint[] = [];
+        const anyQ = q as unknown as { oldest?: HeldEffect<number>; newest?: HeldEffect<number> };
+        let prev: HeldEffect<number> | undefined;
+        for (let e = anyQ.oldest; e; e = e.newer) {
+          if (e.older !== prev || e.finished) throw new Error(`broken link at ${e.position}`);
+          walk.push(e.position);
+          prev = e;
+        }
+        expect(anyQ.newest).toBe(prev);
+        const expected = [...live].map((e) => e.position).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+        expect(walk).toEqual(expected);
+        expect(q.held).toBe(live.size);
+      }
+    }
+  });
 });

@@ -60,6 +60,9 @@ interface AppQueue<T> {
   barrierRunning: boolean;
   /** Bytes of its held effects. */
   bytes: number;
+  /** Of its held effects, those backing off (suspended, not yet given a slot again), and their bytes. */
+  backingOff: number;
+  backingOffBytes: number;
   /** In the ring of apps whose next effect may start. */
   inRing: boolean;
 }
@@ -94,7 +97,9 @@ export interface EffectsQueueLimits {
  * end, in order). An effect that fails for good stays held, so what the read-ahead holds
  * (`maxHeldEvents`) bounds how many of them the reactor can carry before its reader waits.
  *
- * Every operation is O(1) amortised: nothing grows with the number of apps or the backlog.
+ * Every operation is O(1) amortised, but `add` of an effect older than effects already held (an
+ * app's effects read again from the log), which walks past them once per such run of adds:
+ * nothing grows with the number of apps.
  */
 export class EffectsQueue<T> {
   private readonly apps = new Map<string, AppQueue<T>>();
@@ -148,7 +153,7 @@ export class EffectsQueue<T> {
     const effect: HeldEffect<T> = { position, app, barrier, bytes, item, finished: false, attempts: 0 };
     let queue = this.apps.get(app);
     if (!queue) {
-      queue = { app, queued: new Fifo(), running: 0, retrying: 0, parked: new Fifo(), barrierRunning: false, bytes: 0, inRing: false };
+      queue = { app, queued: new Fifo(), running: 0, retrying: 0, parked: new Fifo(), barrierRunning: false, bytes: 0, backingOff: 0, backingOffBytes: 0, inRing: false };
       this.apps.set(app, queue);
     }
     queue.queued.push(effect);
@@ -187,6 +192,9 @@ export class EffectsQueue<T> {
     if (this.runningCount >= this.limits.maxRunning) return undefined;
     const retry = this.retryReady.shift();
     if (retry) {
+      const queue = this.apps.get(retry.app)!;
+      queue.backingOff--;
+      queue.backingOffBytes -= retry.bytes;
       this.backingOffCount--;
       this.runningCount++;
       return retry;
@@ -208,7 +216,10 @@ export class EffectsQueue<T> {
   /** A running effect's attempt failed: it backs off, giving up its slot but not its place. */
   suspend(effect: HeldEffect<T>): void {
     if (effect.finished) return;
-    if (effect.attempts++ > 0) this.retryEnded(this.apps.get(effect.app)!);
+    const queue = this.apps.get(effect.app)!;
+    if (effect.attempts++ > 0) this.retryEnded(queue);
+    queue.backingOff++;
+    queue.backingOffBytes += effect.bytes;
     this.runningCount--;
     this.backingOffCount++;
   }
@@ -254,6 +265,12 @@ export class EffectsQueue<T> {
   heldOf(app: string): number {
     const queue = this.apps.get(app);
     return queue ? queue.queued.size + queue.running : 0;
+  }
+
+  /** Effects of `app` backing off, and their bytes (held, but they may fail for good). */
+  backingOffOf(app: string): { count: number; bytes: number } {
+    const queue = this.apps.get(app);
+    return queue ? { count: queue.backingOff, bytes: queue.backingOffBytes } : { count: 0, bytes: 0 };
   }
 
   /** Bytes of the effects of `app` held. */

@@ -59,6 +59,8 @@ describe('EffectsReactor: bounds per app', () => {
     };
     const release = (taskId: string) => releases.get(taskId)?.();
     const failing = new Set<string>();
+    /** Task ids whose every attempt fails. */
+    const failingTasks = new Set<string>();
     const slowApps = new Map<string, number>();
     const started: string[] = [];
     const carriedOut: string[] = [];
@@ -68,6 +70,7 @@ describe('EffectsReactor: bounds per app', () => {
         await blocked.get(command.taskId);
         const ms = slowApps.get(context.appId);
         if (ms) await new Promise((resolve) => setTimeout(resolve, ms));
+if (failingTasks.has(command.taskId)) throw new TypeError(`fault in ${command.taskId}`);
         if (failing.has(context.appId)) throw new TypeError(`fault in ${context.appId}`);
         carriedOut.push(command.taskId);
       },
@@ -84,7 +87,7 @@ describe('EffectsReactor: bounds per app', () => {
       }));
       return store.append(`workflow-${uuidv7()}`, events);
     };
-    return { store, rm, reactor, block, release, failing, slowApps, started, carriedOut, dispatchMany };
+    return { store, rm, reactor, block, release, failing, failingTasks, slowApps, started, carriedOut, dispatchMany };
   }
 
   it('keeps the checkpoint before effects read again from the log that are not carried out yet', async () => {
@@ -154,4 +157,39 @@ describe('EffectsReactor: bounds per app', () => {
     reactor.onApplicationBootstrap();
     await until(() => carriedOut.includes('good-0'), "the good app's effect carried out", 5_000);
   });
+
+  it('goes on with an app past its bound whose effects failing for good are more than half its bound but fewer than its bound', async () => {
+    const { reactor, failingTasks, block, release, carriedOut, dispatchMany } = await setUp();
+    reactor.limits = { ...reactor.limits, maxHeldPerApp: 10 };
+    // x-0..x-5 fail for good (6 < the bound of 10: the app should still have room for 4 more at a time).
+    for (let i = 0; i < 6; i++) failingTasks.add(`x-${i}`);
+    for (let i = 6; i < 10; i++) block(`x-${i}`);
+    await dispatchMany('x', 'x', 30);
+    reactor.onApplicationBootstrap();
+    await until(() => reactor.appsOverBound === 1, 'x past its bound');
+    for (let i = 6; i < 10; i++) release(`x-${i}`);
+    await until(() => carriedOut.length === 24, "x's 24 good effects carried out", 5_000);
+  });
+
+  it('reads apps past their bound again without a page per event when several share the room beyond the read-ahead', async () => {
+    const { store, reactor, slowApps, block, release, carriedOut, dispatchMany } = await setUp();
+    reactor.limits = { ...reactor.limits, maxHeldPerApp: 10, maxHeldEvents: 40, maxInFlight: 8 };
+    const overs = ['x', 'y', 'z'];
+    for (const o of overs) for (let i = 0; i < 10; i++) block(`${o}-${i}`);
+    for (const o of overs) await dispatchMany(o, o, 60);
+    const goods = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
+    for (let round = 0; round < 40; round++) for (const g of goods) await dispatchMany(g, g, 8, round * 8);
+    for (const g of goods) slowApps.set(g, 2);
+    let reads = 0;
+    const readAll = store.readAll.bind(store);
+    store.readAll = async (options) => {
+      reads++;
+      return readAll(options);
+    };
+    reactor.onApplicationBootstrap();
+    await until(() => reactor.appsOverBound === 3, 'x, y, z past their bound');
+    for (const o of overs) for (let i = 0; i < 10; i++) release(`${o}-${i}`);
+    await until(() => carriedOut.length === 180 + 8 * 320, 'every effect carried out', 60_000);
+    expect(reads).toBeLessThan(60);
+  }, 90_000);
 });

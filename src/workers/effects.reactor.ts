@@ -279,8 +279,13 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   /** Reads an app's effects again once it has carried out half of what it may hold, if it went past its bound. */
   private refillIfRoom(app: string): void {
     const over = this.overflow.get(app);
-    if (!over || over.refilling || this.stopped) return;
-    if (this.queue.heldOf(app) > this.limits.maxHeldPerApp / 2 || this.queue.heldBytesOf(app) > this.limits.maxHeldBytesPerApp / 2) return;
+    if (!over || over.refilling || this.stopped || this.atBound(app)) return;
+    // Half of the room left beside its effects backing off (which may fail for good, and would
+    // otherwise stop the app for good once they are more than half its bound).
+    const { maxHeldPerApp, maxHeldBytesPerApp } = this.limits;
+    const waiting = this.queue.backingOffOf(app);
+    if (this.queue.heldOf(app) - waiting.count > (maxHeldPerApp - waiting.count) / 2) return;
+    if (this.queue.heldBytesOf(app) - waiting.bytes > (maxHeldBytesPerApp - waiting.bytes) / 2) return;
     // No room: every app past its bound is tried again once there is (`attempt`).
     if (!this.refillRoom()) this.wasFull = true;
     else void this.refill(app, over);
@@ -345,6 +350,8 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           this.logger.warn(`effect of ${event.type} at ${event.position} (${event.streamId}) failed (attempt ${attempt}), retrying in ${delay} ms: ${reason}`);
         }
         this.queue.suspend(effect);
+        // Its app's effects under way may now be few enough, beside those backing off, to read again.
+        if (this.overflow.size > 0) this.refillIfRoom(effect.app);
         const timer = setTimeout(() => {
           this.retryTimers.delete(timer);
           this.queue.resume(effect);
