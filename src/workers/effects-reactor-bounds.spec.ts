@@ -6,49 +6,13 @@
  * read-ahead full. A temporary SQLite file is the store; what an effect does is replaced by a
  * dispatcher whose attempts can be held back, slowed or failed.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Logger } from '@nestjs/common';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { DeciderRunner } from '../event-store/decider-runner.js';
-import { EventRegistry } from '../event-store/event-registry.js';
-import type { ProjectionRunner } from '../event-store/projection-runner.js';
-import { ReadModelDb } from '../event-store/read-model-db.js';
-import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store.js';
-import type { ScheduleCreator } from '../schedules/commands/create-schedule.js';
-import { uuidv7 } from '../shared/ids.js';
-import type { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
-import type { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
-import type { SelectorActions } from '../workflows/commands/selector-actions.js';
-import type { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
-import { EffectsReactor } from './effects.reactor.js';
-
-/** Polls `check` every 10 ms until it holds; fails after `timeoutMs`. */
-async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+import { describe, expect, it } from '@jest/globals';
+import { reactorOnTempStore, reactorSpecHooks, until } from '../../test/support/effects-reactor.js';
 
 describe('EffectsReactor: bounds per app', () => {
-  beforeAll(() => Logger.overrideLogger(false));
-  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn', 'debug', 'verbose', 'fatal']));
-  const cleanup: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step();
-    cleanup.length = 0;
-  });
+  const cleanup = reactorSpecHooks();
 
   async function setUp() {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-effects-review-'));
-    const store = new SqliteEventStore(join(dir, 'baton.db'));
-    const rm = new ReadModelDb(join(dir, 'baton.rm.db'));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    cleanup.push(() => void rm.db.close());
-    cleanup.push(() => store.close());
     /** Task ids whose attempts wait until released. */
     const blocked = new Map<string, Promise<void>>();
     const releases = new Map<string, () => void>();
@@ -64,30 +28,32 @@ describe('EffectsReactor: bounds per app', () => {
     const slowApps = new Map<string, number>();
     const started: string[] = [];
     const carriedOut: string[] = [];
-    const tasks = {
-      dispatch: async (context: { appId: string }, command: { taskId: string }) => {
-        started.push(command.taskId);
-        await blocked.get(command.taskId);
-        const ms = slowApps.get(context.appId);
-        if (ms) await new Promise((resolve) => setTimeout(resolve, ms));
-if (failingTasks.has(command.taskId)) throw new TypeError(`fault in ${command.taskId}`);
-        if (failing.has(context.appId)) throw new TypeError(`fault in ${context.appId}`);
-        carriedOut.push(command.taskId);
-      },
-    } as unknown as TaskDispatcher;
-    const projections = { onLive: (listener: () => void) => listener(), waitFor: async () => {} } as unknown as ProjectionRunner;
-    const reactor = new EffectsReactor({} as DeciderRunner, {} as WorkflowDispatcher, tasks, {} as SelectorActions, projections, {} as WorkflowsReadModel, new EventRegistry(), store, rm, {} as ScheduleCreator);
-    cleanup.push(() => reactor.onApplicationShutdown());
-    const dispatchMany = async (appId: string, prefix: string, n: number, from = 0, argBytes = 0) => {
-      const events = Array.from({ length: n }, (_, k) => ({
-        id: uuidv7(),
-        type: 'TaskDispatchRequested',
-        data: { seq: from + k, taskId: `${prefix}-${from + k}`, name: 'T', args: argBytes ? ['x'.repeat(argBytes)] : [] },
-        metadata: { appId, environment: 'prod' },
-      }));
-      return store.append(`workflow-${uuidv7()}`, events);
+    const { store, rm, reactor, dispatchMany } = reactorOnTempStore(async (context, command) => {
+      started.push(command.taskId);
+      await blocked.get(command.taskId);
+      const ms = slowApps.get(context.appId);
+      if (ms) await new Promise((resolve) => setTimeout(resolve, ms));
+      if (failingTasks.has(command.taskId)) throw new TypeError(`fault in ${command.taskId}`);
+      if (failing.has(context.appId)) throw new TypeError(`fault in ${context.appId}`);
+      carriedOut.push(command.taskId);
+    }, cleanup);
+    /**
+     * Eight other apps, each under its bound, enough together to keep a read-ahead of 40 full
+     * (320 slow effects each); then counts the pages read again (the returned function).
+     */
+    const keepReadAheadFull = async () => {
+      const goods = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
+      for (let round = 0; round < 40; round++) for (const g of goods) await dispatchMany(g, g, 8, round * 8);
+      for (const g of goods) slowApps.set(g, 2);
+      let reads = 0;
+      const readAll = store.readAll.bind(store);
+      store.readAll = async (options) => {
+        reads++;
+        return readAll(options);
+      };
+      return () => reads;
     };
-    return { store, rm, reactor, block, release, failing, failingTasks, slowApps, started, carriedOut, dispatchMany };
+    return { store, rm, reactor, block, release, failing, failingTasks, started, carriedOut, dispatchMany, keepReadAheadFull };
   }
 
   it('keeps the checkpoint before effects read again from the log that are not carried out yet', async () => {
@@ -123,20 +89,11 @@ if (failingTasks.has(command.taskId)) throw new TypeError(`fault in ${command.ta
   });
 
   it('reads an app past its bound again while the read-ahead is kept full by other apps (no starvation, no empty re-reads)', async () => {
-    const { store, reactor, slowApps, block, release, carriedOut, dispatchMany } = await setUp();
+    const { reactor, block, release, carriedOut, dispatchMany, keepReadAheadFull } = await setUp();
     reactor.limits = { ...reactor.limits, maxHeldPerApp: 10, maxHeldEvents: 40, maxInFlight: 8 };
     for (let i = 0; i < 10; i++) block(`x-${i}`);
     await dispatchMany('x', 'x', 30);
-    // Eight other apps, each under its bound, enough together to keep the read-ahead full.
-    const goods = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
-    for (let round = 0; round < 40; round++) for (const g of goods) await dispatchMany(g, g, 8, round * 8);
-    for (const g of goods) slowApps.set(g, 2);
-    let reads = 0;
-    const readAll = store.readAll.bind(store);
-    store.readAll = async (options) => {
-      reads++;
-      return readAll(options);
-    };
+    const reads = await keepReadAheadFull();
     reactor.onApplicationBootstrap();
     await until(() => reactor.appsOverBound === 1, 'x past its bound');
     for (let i = 0; i < 10; i++) release(`x-${i}`);
@@ -144,7 +101,7 @@ if (failingTasks.has(command.taskId)) throw new TypeError(`fault in ${command.ta
     const lastX = carriedOut.indexOf('x-29');
     const goodsBefore = carriedOut.slice(0, lastX).filter((id) => id.startsWith('g')).length;
     expect(goodsBefore).toBeLessThan(8 * 320 / 2);
-    expect(reads).toBeLessThan(20);
+    expect(reads()).toBeLessThan(20);
   }, 90_000);
 
   it("keeps an app whose large effects fail for good from filling the read-ahead's bytes", async () => {
@@ -172,24 +129,16 @@ if (failingTasks.has(command.taskId)) throw new TypeError(`fault in ${command.ta
   });
 
   it('reads apps past their bound again without a page per event when several share the room beyond the read-ahead', async () => {
-    const { store, reactor, slowApps, block, release, carriedOut, dispatchMany } = await setUp();
+    const { reactor, block, release, carriedOut, dispatchMany, keepReadAheadFull } = await setUp();
     reactor.limits = { ...reactor.limits, maxHeldPerApp: 10, maxHeldEvents: 40, maxInFlight: 8 };
     const overs = ['x', 'y', 'z'];
     for (const o of overs) for (let i = 0; i < 10; i++) block(`${o}-${i}`);
     for (const o of overs) await dispatchMany(o, o, 60);
-    const goods = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
-    for (let round = 0; round < 40; round++) for (const g of goods) await dispatchMany(g, g, 8, round * 8);
-    for (const g of goods) slowApps.set(g, 2);
-    let reads = 0;
-    const readAll = store.readAll.bind(store);
-    store.readAll = async (options) => {
-      reads++;
-      return readAll(options);
-    };
+    const reads = await keepReadAheadFull();
     reactor.onApplicationBootstrap();
     await until(() => reactor.appsOverBound === 3, 'x, y, z past their bound');
     for (const o of overs) for (let i = 0; i < 10; i++) release(`${o}-${i}`);
     await until(() => carriedOut.length === 180 + 8 * 320, 'every effect carried out', 60_000);
-    expect(reads).toBeLessThan(60);
+    expect(reads()).toBeLessThan(60);
   }, 90_000);
 });

@@ -4,51 +4,14 @@
  * subscription, as in a Baton process; what an effect does is replaced by a dispatcher that fails
  * for one app (a fault that is not a domain error, retried) or waits for a gate.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Logger } from '@nestjs/common';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { DeciderRunner } from '../event-store/decider-runner.js';
-import { EventRegistry } from '../event-store/event-registry.js';
-import type { ProjectionRunner } from '../event-store/projection-runner.js';
-import { ReadModelDb } from '../event-store/read-model-db.js';
-import { SqliteEventStore } from '../event-store/sqlite/sqlite-event-store.js';
-import type { ScheduleCreator } from '../schedules/commands/create-schedule.js';
-import { uuidv7 } from '../shared/ids.js';
-import type { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
-import type { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
-import type { SelectorActions } from '../workflows/commands/selector-actions.js';
-import type { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
-import { EffectsReactor } from './effects.reactor.js';
-
-/** Polls `check` every 10 ms until it holds; fails after `timeoutMs`. */
-async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+import { describe, expect, it } from '@jest/globals';
+import { reactorOnTempStore, reactorSpecHooks, until } from '../../test/support/effects-reactor.js';
 
 describe('EffectsReactor: failing effects, and what one app may hold', () => {
-  // A warn line per failed attempt: hundreds here.
-  beforeAll(() => Logger.overrideLogger(false));
-  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn', 'debug', 'verbose', 'fatal']));
-  const cleanup: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step();
-    cleanup.length = 0;
-  });
+  const cleanup = reactorSpecHooks();
 
   /** `failAfterMs`: how long a failing attempt takes before it throws. */
   async function setUp(failAfterMs = 0) {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-effects-spec-'));
-    const store = new SqliteEventStore(join(dir, 'baton.db'));
-    const rm = new ReadModelDb(join(dir, 'baton.rm.db'));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    cleanup.push(() => void rm.db.close());
-    cleanup.push(() => store.close());
     const failing = new Set<string>(['bad']);
     /** Apps whose attempts wait until `open(app)`. */
     const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
@@ -70,60 +33,28 @@ describe('EffectsReactor: failing effects, and what one app may hold', () => {
     /** Attempts after a failed one (retries) under way, and the most at once, per app. */
     const retrying = new Map<string, number>();
     const mostRetrying = new Map<string, number>();
-    const tasks = {
-      dispatch: async (context: { appId: string }, command: { taskId: string }) => {
-        attempts++;
-        const retry = attempted.has(command.taskId);
-        if (!retry) started.push(command.taskId);
-        attempted.set(command.taskId, (attempted.get(command.taskId) ?? 0) + 1);
-        const app = context.appId;
-        if (retry) {
-          retrying.set(app, (retrying.get(app) ?? 0) + 1);
-          mostRetrying.set(app, Math.max(mostRetrying.get(app) ?? 0, retrying.get(app)!));
-        }
-        try {
-          await gates.get(context.appId)?.promise;
-          // A fault, not a domain error (a BatonError): the reactor retries it.
-          if (failing.has(app)) {
-            if (failAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, failAfterMs));
-            throw new TypeError(`fault in ${app}`);
-          }
-          carriedOut.push(command.taskId);
-        } finally {
-          if (retry) retrying.set(app, retrying.get(app)! - 1);
-        }
-      },
-    } as unknown as TaskDispatcher;
-    const projections = { onLive: (listener: () => void) => listener(), waitFor: async () => {} } as unknown as ProjectionRunner;
-    const reactor = new EffectsReactor(
-      {} as DeciderRunner,
-      {} as WorkflowDispatcher,
-      tasks,
-      {} as SelectorActions,
-      projections,
-      {} as WorkflowsReadModel,
-      new EventRegistry(),
-      store,
-      rm,
-      {} as ScheduleCreator,
-    );
-    cleanup.push(() => reactor.onApplicationShutdown());
-    const dispatchTask = (appId: string, taskId: string) =>
-      store.append(`workflow-${uuidv7()}`, [
-        { id: uuidv7(), type: 'TaskDispatchRequested', data: { seq: 0, taskId, name: 'T', args: [] }, metadata: { appId, environment: 'prod' } },
-      ]);
-    /** `n` effects of `appId` (task ids `${prefix}-${i}`), in appends of 500 events. */
-    const dispatchMany = async (appId: string, prefix: string, n: number, from = 0) => {
-      for (let i = from; i < from + n; i += 500) {
-        const events = Array.from({ length: Math.min(500, from + n - i) }, (_, k) => ({
-          id: uuidv7(),
-          type: 'TaskDispatchRequested',
-          data: { seq: i + k, taskId: `${prefix}-${i + k}`, name: 'T', args: [] },
-          metadata: { appId, environment: 'prod' },
-        }));
-        await store.append(`workflow-${uuidv7()}`, events);
+    const { store, reactor, dispatchMany, dispatchTask } = reactorOnTempStore(async (context, command) => {
+      attempts++;
+      const retry = attempted.has(command.taskId);
+      if (!retry) started.push(command.taskId);
+      attempted.set(command.taskId, (attempted.get(command.taskId) ?? 0) + 1);
+      const app = context.appId;
+      if (retry) {
+        retrying.set(app, (retrying.get(app) ?? 0) + 1);
+        mostRetrying.set(app, Math.max(mostRetrying.get(app) ?? 0, retrying.get(app)!));
       }
-    };
+      try {
+        await gates.get(context.appId)?.promise;
+        // A fault, not a domain error (a BatonError): the reactor retries it.
+        if (failing.has(app)) {
+          if (failAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, failAfterMs));
+          throw new TypeError(`fault in ${app}`);
+        }
+        carriedOut.push(command.taskId);
+      } finally {
+        if (retry) retrying.set(app, retrying.get(app)! - 1);
+      }
+    }, cleanup);
     return { store, reactor, failing, gate, open, started, carriedOut, attempted, mostRetrying, dispatchTask, dispatchMany, attempts: () => attempts };
   }
 
