@@ -188,10 +188,10 @@ describe('EffectsQueue', () => {
   });
 
   it('keeps its counts, order, barriers and checkpoint right through any sequence of add, next, suspend, resume and finish (against a model)', () => {
-    // A deterministic generator: 200 sequences of 400 random steps, each checked against a plain model.
+    // A deterministic generator: 40 sequences of 400 random steps, each checked against a plain model.
     const random = (seed: number) => () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
     type State = 'queued' | 'running' | 'backoff' | 'ready' | 'finished';
-    for (let seed = 1; seed <= 200; seed++) {
+    for (let seed = 1; seed <= 40; seed++) {
       const r = random(seed);
       const maxRunning = 1 + Math.floor(r() * 5);
       const maxRetryingPerApp = 1 + Math.floor(r() * 3);
@@ -260,7 +260,7 @@ describe('EffectsQueue', () => {
 
   it('keeps the oldest unfinished position right when an app is added behind newer effects of other apps (read again from the log)', () => {
     const random = (seed: number) => () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-    for (let seed = 1; seed <= 200; seed++) {
+    for (let seed = 1; seed <= 50; seed++) {
       const r = random(seed);
       const queue = new EffectsQueue<number>({ maxRunning: 3, maxHeldEvents: 1e9, maxHeldBytes: 1e12, maxRetryingPerApp: 2 });
       // Each app's positions increase (the log's order); across apps any order (app i owns positions ≡ i mod 3).
@@ -290,7 +290,7 @@ describe('EffectsQueue', () => {
 
   it('keeps the whole held list in position order, with links consistent, through refills of several apps interleaved with finishes', () => {
     const random = (seed: number) => () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-    for (let seed = 1; seed <= 100; seed++) {
+    for (let seed = 1; seed <= 25; seed++) {
       const r = random(seed);
       const q = new EffectsQueue<number>({ maxRunning: 1 + Math.floor(r() * 6), maxHeldEvents: 1e9, maxHeldBytes: 1e12, maxRetryingPerApp: 2 });
       const apps = 2 + Math.floor(r() * 4);
