@@ -42,6 +42,8 @@ const MAX_HELD_PER_APP = 4_096;
 const MAX_HELD_BYTES_PER_APP = 8 * 1024 * 1024;
 /** Events read from the log at once when an app's effects are read again. */
 const REFILL_PAGE = 1_000;
+/** ...and at least this many, however little room the app has. */
+const REFILL_MIN_PAGE = 64;
 
 /** The reactor's bounds (tests lower them). */
 export interface EffectsLimits {
@@ -51,6 +53,8 @@ export interface EffectsLimits {
   maxHeldPerApp: number;
   maxHeldBytesPerApp: number;
   maxRetryingPerApp: number;
+  /** Longest delay before an effect is tried again (the delay doubles from 100 ms up to it). */
+  maxBackoffMs: number;
 }
 
 /** An app whose effects went past `maxHeldPerApp`: its events from `from` on are in the log only. */
@@ -103,6 +107,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     maxHeldPerApp: MAX_HELD_PER_APP,
     maxHeldBytesPerApp: MAX_HELD_BYTES_PER_APP,
     maxRetryingPerApp: MAX_RETRYING_PER_APP,
+    maxBackoffMs: BACKOFF_MAX_MS,
   };
   private queue!: EffectsQueue<RecordedEvent>;
   /** Apps past `maxHeldPerApp`, and the smallest of their `from` (the checkpoint stays before it). */
@@ -223,10 +228,17 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   private async refill(app: string, over: Overflow): Promise<void> {
     over.refilling = true;
     try {
+      // A turn of the event loop first: effects that end at once (no append) and a store that
+      // answers at once would otherwise chain finish → read again → finish in microtasks, with
+      // no timer, request or retry run in between.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       // After an empty read, what the subscription had handled by then: read once more.
       let handledBeforeRead: bigint | undefined;
       for (let after = over.from - 1n; !this.stopped; ) {
-        const page = await this.store.readAll({ after, maxCount: REFILL_PAGE });
+        // As many events as the app has room for, a few times over (its events among others'),
+        // so that an app with little room does not read a whole page for each effect.
+        const room = this.limits.maxHeldPerApp - this.queue.heldOf(app);
+        const page = await this.store.readAll({ after, maxCount: Math.min(REFILL_PAGE, Math.max(REFILL_MIN_PAGE, 4 * room)) });
         if (this.stopped || this.overflow.get(app) !== over) return;
         // Handled by the subscription (and passed over for this app) up to here; later events reach it.
         const upTo = this.read;
@@ -269,8 +281,8 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       this.advance();
     } catch (error) {
       if (this.stopped) return; // the store closed under a read at shutdown
-      this.logger.warn(`reading the log again for app ${app}'s effects failed, retrying in ${BACKOFF_MAX_MS} ms: ${error instanceof Error ? error.message : String(error)}`);
-      setTimeout(() => this.refillIfRoom(app), BACKOFF_MAX_MS).unref();
+      this.logger.warn(`reading the log again for app ${app}'s effects failed, retrying in ${this.limits.maxBackoffMs} ms: ${error instanceof Error ? error.message : String(error)}`);
+      setTimeout(() => this.refillIfRoom(app), this.limits.maxBackoffMs).unref();
     } finally {
       over.refilling = false;
     }
@@ -342,7 +354,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
         if (this.stopped) return; // not carried out: the checkpoint stays before it
         this.retries++;
         // Jittered, so that effects that failed together do not all come back in the same instant.
-        const delay = Math.round(Math.min(BACKOFF_MIN_MS * 2 ** effect.attempts, BACKOFF_MAX_MS) * (0.5 + Math.random() / 2));
+        const delay = Math.round(Math.min(BACKOFF_MIN_MS * 2 ** effect.attempts, this.limits.maxBackoffMs) * (0.5 + Math.random() / 2));
         const attempt = effect.attempts + 1;
         // Attempts 1, 2, 4, 8, ...: an effect failing for good writes a line every few minutes, not every 10 s.
         if ((attempt & (attempt - 1)) === 0) {
