@@ -302,24 +302,22 @@ export class Worker {
 
   /** Runs claimed items (from a poll, or from a report's answer). */
   private start(items: WorkItem[]): void {
-    for (const item of items) {
-      if (item.kind === 'TASK' && this.stopping.signal.aborted) this.release(item);
-      else if (this.inFlight[item.kind].size < this.limits[item.kind]) this.runItem(item);
-      else this.waiting[item.kind].push(item);
-    }
+    for (const item of items) this.admit(item);
   }
 
-  private runItem(item: WorkItem): void {
+  /** Runs `item` in a free slot of its kind, or keeps it waiting for one; a task handed over after the stop goes back unrun. */
+  private admit(item: WorkItem): void {
+    if (item.kind === 'TASK' && this.stopping.signal.aborted) return this.release(item);
     const slots = this.inFlight[item.kind];
+    if (slots.size >= this.limits[item.kind]) {
+      this.waiting[item.kind].push(item);
+      return;
+    }
     const work = (item.kind === 'DECISION' ? this.decide(item) : this.execute(item)).finally(() => {
       slots.delete(work);
       // The slot goes to work already claimed before any poll asks for more.
       const next = this.waiting[item.kind];
-      while (next.length > 0 && slots.size < this.limits[item.kind]) {
-        const waited = next.shift()!;
-        if (waited.kind === 'TASK' && this.stopping.signal.aborted) this.release(waited);
-        else this.runItem(waited);
-      }
+      while (next.length > 0 && slots.size < this.limits[item.kind]) this.admit(next.shift()!);
     });
     slots.add(work);
   }
@@ -347,7 +345,7 @@ export class Worker {
 
   /** Whether polls and eager claims may send `maxDecisions` / `maxTasks` now. */
   private get perKindCaps(): boolean {
-    return this.perKindCapsFrom === 0 || Date.now() >= this.perKindCapsFrom;
+    return Date.now() >= this.perKindCapsFrom;
   }
 
   /**

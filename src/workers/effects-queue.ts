@@ -105,8 +105,8 @@ export class EffectsQueue<T> {
   private readonly apps = new Map<string, AppQueue<T>>();
   private readonly ring = new Fifo<AppQueue<T>>();
   /**
-   * The held effects (queued or running) in the order added, positions increasing: a doubly linked
-   * list, so that a finished effect leaves it at once wherever it is. (A queue that dropped
+   * The held effects (queued, running or backing off) in position order: a doubly linked list, so
+   * that a finished effect leaves it at once wherever it is. (A queue that dropped
    * finished effects only from its front grew without bound behind one effect retried for long.)
    */
   private oldest: HeldEffect<T> | undefined;

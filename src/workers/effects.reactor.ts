@@ -86,10 +86,12 @@ interface Overflow {
  * it waits (its app's later effects go on), at most MAX_RETRYING_PER_APP retries of one app at
  * once; one that fails with a domain error is skipped. The checkpoint moves only past events
  * whose effects were carried out: just before the oldest effect, of any app, not finished
- * (queued, running or backing off). Every effect is a command whose target decider recognises
- * its cause as already applied (a child or task with a deterministic id exists; a parent's child
- * is already resolved; a delivered event's `causeId`; a recorded `ControlApplied`), so replaying from an older checkpoint, or running the reactor on
- * several instances at once, yields one event on any store.
+ * (queued, running or backing off), and before the first event passed over of an app past its
+ * own bound (MAX_HELD_PER_APP: such an app's later events are read again from the log, `refill`).
+ * Every effect is a command whose target decider recognises its cause as already applied (a
+ * child or task with a deterministic id exists; a parent's child is already resolved; a
+ * delivered event's `causeId`; a recorded `ControlApplied`), so replaying from an older
+ * checkpoint, or running the reactor on several instances at once, yields one event on any store.
  */
 @Injectable()
 export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -320,7 +322,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
 
   private overflowChanged(): void {
     let from: bigint | undefined;
-    for (const over of this.overflow.values()) if (from === undefined || over.from < from) from = over.from;
+    for (const over of this.overflow.values()) from = earliest(from, over.from);
     this.overflowFrom = from;
   }
 
@@ -391,11 +393,10 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     this.advance();
   }
 
-  /** Moves the checkpoint to just before the oldest effect not finished, of any app (or to the last event read). */
+  /** Moves the checkpoint to just before the oldest effect not finished, or an app's first event passed over (or to the last event read). */
   private advance(): void {
     if (this.stopped) return;
-    const held = this.queue.oldestUnfinished();
-    const oldest = held === undefined ? this.overflowFrom : this.overflowFrom === undefined || held < this.overflowFrom ? held : this.overflowFrom;
+    const oldest = earliest(this.queue.oldestUnfinished(), this.overflowFrom);
     const done = oldest === undefined ? this.read : oldest - 1n;
     if (done > this.position) {
       this.position = done;
@@ -538,4 +539,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       }
     }
   }
+}
+
+/** The smaller of two positions, either of which may be absent. */
+function earliest(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+  return a === undefined || (b !== undefined && b < a) ? b : a;
 }
