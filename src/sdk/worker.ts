@@ -626,6 +626,20 @@ export class Worker {
             this.decisionReports.push({ ref: r.ref, decisionId: decision.decisionId, failureCode: 'DECISION_REJECTED', failureMessage: r.message.slice(0, 1000) });
             void this.scheduleFlush();
           }
+          // A task result the service cannot record (over MAX_PAYLOAD_BYTES or another JSON limit):
+          // the attempt fails now, with the service's reason, rather than lapsing with its lease and
+          // running the task again for the same refusal. Not retried: the same call would return the
+          // same result.
+          const task = tasks.find((t) => t.ref === r.ref && t.result !== undefined);
+          if (task && r.code === 'BAD_USER_INPUT' && r.message.startsWith('tasks.result')) {
+            this.taskReports.push({
+              ref: r.ref,
+              attemptId: task.attemptId,
+              error: { message: `the task's result could not be recorded: ${r.message}`.slice(0, 1000), name: 'ResultRejectedError', nonRetryable: true },
+            });
+            this.reportLeases.push(until);
+            void this.scheduleFlush();
+          }
         }
         this.start(reportWork.items ?? []);
         return;

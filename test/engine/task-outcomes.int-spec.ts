@@ -1,0 +1,68 @@
+/**
+ * What a task's outcome does to its workflow when the service refuses to record it: a result over
+ * the service's input limits (MAX_PAYLOAD_BYTES, MAX_JSON_ARRAY_LENGTH, ...). A real service and
+ * an in-process SDK worker; the lease is long (60 s), so an outcome that is not reported would
+ * only show after it lapsed, long past these tests' deadlines.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
+import { type Service, startService } from '../support/service.js';
+
+const APP = 'demo';
+const ENV = 'task-outcomes';
+const quiet = { info() {}, warn() {}, error() {} };
+
+let runs = 0;
+/** Returns `n` rows: past MAX_JSON_ARRAY_LENGTH (10,000) the service cannot record the result. */
+const listRows = defineTask('listRows', (_ctx, n: number) => {
+  runs++;
+  return Array.from({ length: n }, (_, i) => i);
+});
+
+const rows = defineWorkflow('Rows', async (ctx, n: number) => {
+  try {
+    const result = await ctx.run<[number], number[]>(listRows, n);
+    return { rows: result.length };
+  } catch (error) {
+    return { caught: (error as Error).name, message: (error as Error).message };
+  }
+});
+
+let service: Service;
+let client: Client;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  service = await startService({ env: { LEASE_MS: '60000' } });
+  client = new Client({ url: service.url, token: service.token });
+  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [listRows], workflows: [rows], logger: quiet });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  await worker?.shutdown();
+  await running;
+  await service?.stop();
+});
+
+describe('a task result the service refuses to record', () => {
+  it('fails the attempt at once with the service\'s reason (not a lease that lapses and runs the task again)', async () => {
+    const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'Rows', input: [10_001] });
+    const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 });
+    expect(done).toMatchObject({ state: 'COMPLETED' });
+    const output = JSON.parse(done!.output!);
+    expect(output).toMatchObject({ caught: 'TaskFailedError', message: expect.stringContaining('tasks.result') });
+    expect(output.message).toMatch(/10000/);
+    // Run once: the refusal would be the same on every attempt.
+    expect(runs).toBe(1);
+    const history = await client.workflowHistory(APP, ENV, id);
+    expect(history.filter((e) => e.type === 'TaskStarted')).toHaveLength(1);
+  });
+
+  it('a result within the limits is recorded as before', async () => {
+    const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'Rows', input: [10_000] });
+    const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 });
+    expect(JSON.parse(done!.output!)).toEqual({ rows: 10_000 });
+  });
+});
