@@ -738,6 +738,27 @@ describe('workflow decider', () => {
       .when({ type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 7, args: ['next'], at: at(10) }], ids: {} })
       .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew', data: { run: 2, seqBase: n, input: ['next'] } }]);
   });
+
+  it('carries the events received while the decision that continues as new ran into the new run, in order (not those it saw)', () => {
+    const received = (name: string, data: unknown[], causeId?: string): WorkflowEvent => ({
+      type: 'WorkflowEventReceived',
+      data: causeId === undefined ? { name, data } : { name, data, causeId },
+    });
+    spec
+      .given([dispatched, received('seen', [0]), decisionStarted('d1'), received('item', [1]), received('item', [2], 'cause-2')])
+      .when({ type: 'CompleteDecision', decisionId: 'd1', commands: [{ type: 'ContinueAsNew', seq: 0, args: ['next'], at: at(10) }], ids: {} })
+      .thenMatches([
+        { type: 'DecisionCompleted' },
+        { type: 'WorkflowContinuedAsNew', data: { run: 2 } },
+        { type: 'WorkflowEventReceived', data: { name: 'item', data: [1] } },
+        { type: 'WorkflowEventReceived', data: { name: 'item', data: [2], causeId: 'cause-2' } },
+      ]);
+    // A decision that failed or lapsed is followed by one that sees those events: nothing to carry.
+    spec
+      .given([dispatched, decisionStarted('d1'), received('item', [1]), { type: 'DecisionTimedOut', data: { decisionId: 'd1' } }, decisionStarted('d2', 2000)])
+      .when({ type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 0, args: ['next'], at: at(2000) }], ids: {} })
+      .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew' }]);
+  });
 });
 
 describe('pickVersion', () => {

@@ -157,6 +157,11 @@ export type WorkflowState =
       causes?: ISet<string>;
       /** Sequence numbers of `ControlRequested`s whose `ControlApplied` is recorded. */
       controlsApplied?: ISet<number>;
+      /**
+       * Events received while the current decision is in flight (its code has not seen them): a
+       * decision that continues as new carries them into the new run. Absent when none.
+       */
+      eventsDuringDecision?: ReadonlyArray<WorkflowEventData['WorkflowEventReceived']>;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -345,7 +350,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
             events.push(event);
             current = workflowDecider.evolve(current, event);
           }
-          if (events.at(-1)?.type === 'WorkflowContinuedAsNew') break;
+          if (events.at(-1)?.type === 'WorkflowContinuedAsNew') {
+            // Events that arrived while this decision ran were never seen by its code: the new run
+            // gets them, in order, as the next decision of this run would have.
+            for (const data of state.eventsDuringDecision ?? []) events.push({ type: 'WorkflowEventReceived', data });
+            break;
+          }
         }
         return events;
       }
@@ -464,20 +474,22 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           version: state.version ?? event.data.version,
           needsDecision: false,
           decision: { id: event.data.decisionId, workerId: event.data.workerId, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) },
+          eventsDuringDecision: undefined,
           lastDecision: { id: event.data.decisionId, workerId: event.data.workerId, revision: event.revision ?? -1n, startedAt: Date.parse(event.data.startedAt) },
         };
       case 'DecisionCompleted':
-        return { ...state, decision: null, decisionFailures: 0, completedDecisionId: event.data.decisionId };
+        return { ...state, decision: null, eventsDuringDecision: undefined, decisionFailures: 0, completedDecisionId: event.data.decisionId };
       case 'DecisionFailed':
         return {
           ...state,
           decision: null,
+          eventsDuringDecision: undefined,
           needsDecision: true,
           decisionFailures: state.decisionFailures + 1,
           decisionRetryAt: Date.parse(event.data.retryAt),
         };
       case 'DecisionTimedOut':
-        return { ...state, decision: null, needsDecision: true };
+        return { ...state, decision: null, eventsDuringDecision: undefined, needsDecision: true };
       case 'DecisionLeaseExtended':
         return state.decision?.id === event.data.decisionId ? { ...state, decision: { ...state.decision, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) } } : state;
       case 'TaskScheduled':
@@ -522,10 +534,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         const status = event.type === 'ChildWorkflowCompleted' ? 'completed' : 'failed';
         return { ...state, needsDecision: true, children: state.children.set(event.data.seq, { ...child, status }) };
       }
-      case 'WorkflowEventReceived':
+      case 'WorkflowEventReceived': {
+        const during = state.decision === null ? state.eventsDuringDecision : [...(state.eventsDuringDecision ?? []), event.data];
         return event.data.causeId === undefined
-          ? { ...state, needsDecision: true }
-          : { ...state, needsDecision: true, causes: (state.causes ?? ISet<string>()).add(event.data.causeId) };
+          ? { ...state, needsDecision: true, eventsDuringDecision: during }
+          : { ...state, needsDecision: true, eventsDuringDecision: during, causes: (state.causes ?? ISet<string>()).add(event.data.causeId) };
+      }
       case 'WorkflowPaused':
         return { ...state, status: 'paused' };
       case 'WorkflowResumed':
@@ -542,7 +556,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           const task = tasks.get(seq);
           if (task) tasks = tasks.set(seq, { ...task, attempt: initialAttemptState() });
         }
-        return { ...state, status: 'running', needsDecision: true, decision: null, decisionFailures: 0, decisionRetryAt: 0, tasks };
+        return { ...state, status: 'running', needsDecision: true, decision: null, eventsDuringDecision: undefined, decisionFailures: 0, decisionRetryAt: 0, tasks };
       }
       case 'ControlApplied':
         return { ...state, controlsApplied: (state.controlsApplied ?? ISet<number>()).add(event.data.seq) };

@@ -1,0 +1,82 @@
+/**
+ * Events and `ctx.continueAsNew`: an event the service accepted (`changed: 1`) while the decision
+ * that continues the workflow as new was in flight must reach the new run, as it would have
+ * reached the next decision of the same run. A real service and an in-process SDK worker; the
+ * decision is held open by an inline step that waits for the test, so the event is recorded
+ * between that decision's start and its report.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client, Worker, defineWorkflow } from '../../src/sdk/index.js';
+import { type Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+
+const APP = 'demo';
+const ENV = 'continue-as-new-events';
+const quiet = { info() {}, warn() {}, error() {} };
+
+/** Opened by the test; the step of round 0 waits for it. */
+let stepRunning = false;
+let openGate: () => void = () => {};
+const gate = new Promise<void>((resolve) => {
+  openGate = resolve;
+});
+
+/**
+ * Round 0 holds its decision open (a step waiting for the gate), then continues as new. Round 1
+ * collects `item` events until `stop`.
+ */
+const eventLoop = defineWorkflow('EventLoop', async (ctx, round: number) => {
+  const items: unknown[] = [];
+  ctx.onEvent('item', (item: unknown) => {
+    items.push(item);
+  });
+  if (round === 0) {
+    await ctx.step('hold', async () => {
+      stepRunning = true;
+      await gate;
+      return 'held';
+    });
+    return ctx.continueAsNew(1);
+  }
+  await ctx.waitForEvent('stop');
+  return { round, items };
+});
+
+let service: Service;
+let client: Client;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  service = await startService();
+  client = new Client({ url: service.url, token: service.token });
+  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, workflows: [eventLoop], logger: quiet });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  openGate();
+  await worker?.shutdown();
+  await running;
+  await service?.stop();
+});
+
+describe('an event recorded while the decision that continues as new is in flight', () => {
+  it('is delivered to the new run', async () => {
+    const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'EventLoop', input: [0] });
+    await waitFor(() => stepRunning, { timeoutMs: 10_000, description: 'the step of round 0 to run' });
+
+    expect(await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'item', data: ['sent during the decision'] })).toMatchObject({ changed: 1 });
+    openGate();
+    await waitFor(async () => (await client.workflowHistory(APP, ENV, id)).some((e) => e.type === 'WorkflowContinuedAsNew'), {
+      timeoutMs: 10_000,
+      description: 'the workflow to continue as new',
+    });
+
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'item', data: ['sent to the new run'] });
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'stop', data: [] });
+    const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 10_000 });
+    expect(done).toMatchObject({ state: 'COMPLETED' });
+    expect(JSON.parse(done!.output!)).toEqual({ round: 1, items: ['sent during the decision', 'sent to the new run'] });
+  });
+});
