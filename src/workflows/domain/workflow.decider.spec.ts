@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { DeciderSpecification } from '../../../test/support/decider-specification.js';
+import type { Json } from '../../event-store/event-store.port.js';
 import { BadUserInputError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { RetryPolicy } from '../../tasks/domain/task-attempts.js';
 import { DecisionCommand } from './workflow-commands.js';
@@ -740,7 +741,7 @@ describe('workflow decider', () => {
   });
 
   it('carries the events received while the decision that continues as new ran into the new run, in order (not those it saw)', () => {
-    const received = (name: string, data: unknown[], causeId?: string): WorkflowEvent => ({
+    const received = (name: string, data: Json[], causeId?: string): WorkflowEvent => ({
       type: 'WorkflowEventReceived',
       data: causeId === undefined ? { name, data } : { name, data, causeId },
     });
