@@ -548,7 +548,7 @@ export class WorkflowReplay {
   }
 
   private await<T>(seq: number): Promise<T> {
-    return new Promise<T>((resolve, reject) => this.awaiting.set(seq, { resolve, reject }));
+    return handledLater(new Promise<T>((resolve, reject) => this.awaiting.set(seq, { resolve, reject })));
   }
 
   private context(): WorkflowContext {
@@ -581,7 +581,7 @@ export class WorkflowReplay {
         const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
         const command: RecordStep = { type: 'RecordStep', seq, name };
         self.command(command);
-        return new Promise((resolve, reject) => self.steps.push({ seq, fn, retry: options.retry, timeoutMs, command, resolve, reject }));
+        return handledLater(new Promise((resolve, reject) => self.steps.push({ seq, fn, retry: options.retry, timeoutMs, command, resolve, reject })));
       },
       dispatch(target, ...args) {
         const seq = self.seq++;
@@ -700,6 +700,17 @@ async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
 function stepRetryDelay(policy: RetryPolicyMs, attempt: number, error: Error): number {
   if (error instanceof RetryableError && error.retryAfterMs !== undefined) return Math.max(0, error.retryAfterMs);
   return backoffDelay(policy, attempt);
+}
+
+/**
+ * A promise handed to workflow code that may reject (a task, a child, a step): the code may await
+ * it later than its failure is replayed (`const p = ctx.run(a); await ctx.waitForEvent('go');
+ * await p`), which Node would report as an unhandled rejection and, by default, end the worker
+ * process with every workflow it runs. The code's own `await` or `.catch` still gets the error.
+ */
+function handledLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
 }
 
 /** Lets every promise continuation that is ready run (all microtasks) before going on. */
