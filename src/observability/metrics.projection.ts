@@ -10,6 +10,7 @@ const OUTCOMES: Record<string, Outcome> = {
   DecisionCompleted: ['decisions', 'completed'],
   DecisionFailed: ['decisions', 'failed'],
   DecisionTimedOut: ['decisions', 'timed_out'],
+  DecisionDiscarded: ['decisions', 'discarded'],
   TaskStarted: ['tasks', 'started'],
   TaskCompleted: ['tasks', 'completed'],
   TaskAttemptFailed: ['tasks', 'attempt_failed'],

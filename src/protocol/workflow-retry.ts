@@ -54,7 +54,7 @@ export function failureCause(history: RetryHistoryEvent[]): { resetTasks: number
   return { resetTasks: [...resetTasks].sort((a, b) => a - b), decisionIndex, previousIndex };
 }
 
-const REWOUND = new Set(['DecisionStarted', 'DecisionCompleted', 'DecisionFailed', 'DecisionTimedOut', 'WorkflowFailed', 'WorkflowRetried']);
+const REWOUND = new Set(['DecisionStarted', 'DecisionCompleted', 'DecisionFailed', 'DecisionTimedOut', 'DecisionDiscarded', 'WorkflowFailed', 'WorkflowRetried']);
 
 /** The history without what every retry rewound (see above). A history without retries is returned as it is. */
 export function replayableHistory<E extends RetryHistoryEvent>(history: E[]): E[] {

@@ -740,6 +740,25 @@ describe('workflow decider', () => {
       .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew', data: { run: 2, seqBase: n, input: ['next'] } }]);
   });
 
+  it('discards a decision reported after its workflow was paused: nothing of it applies, and it is made again after resume', () => {
+    const commands: DecisionCommand[] = [
+      { type: 'ScheduleTask', seq: 0, name: 'sendEmail', args: [] },
+      { type: 'StartChildWorkflow', seq: 1, name: 'Child', args: [], tag: null, wait: false },
+      { type: 'CompleteWorkflow', result: 'done' },
+    ];
+    const paused: WorkflowEvent[] = [dispatched, decisionStarted('d1'), { type: 'WorkflowPaused', data: {} }];
+    spec
+      .given(paused)
+      .when({ type: 'CompleteDecision', decisionId: 'd1', commands, ids: { 1: 'child-1' } })
+      .thenMatches([{ type: 'DecisionDiscarded', data: { decisionId: 'd1' } }]);
+    const discarded = [...paused, { type: 'DecisionDiscarded', data: { decisionId: 'd1', reason: 'paused' } } as WorkflowEvent];
+    spec.given(discarded).when({ type: 'StartDecision', decisionId: 'd2', workerId: 'w1', workflows: ['Onboarding'], now: T0 + 10, leaseMs: LEASE }).thenThrows(ConflictError);
+    spec
+      .given([...discarded, { type: 'WorkflowResumed', data: {} }])
+      .when({ type: 'StartDecision', decisionId: 'd2', workerId: 'w1', workflows: ['Onboarding'], now: T0 + 20, leaseMs: LEASE })
+      .thenMatches([{ type: 'DecisionStarted', data: { decisionId: 'd2' } }]);
+  });
+
   it('carries the events received while the decision that continues as new ran into the new run, in order (not those it saw)', () => {
     const received = (name: string, data: Json[], causeId?: string): WorkflowEvent => ({
       type: 'WorkflowEventReceived',

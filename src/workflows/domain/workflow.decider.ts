@@ -42,6 +42,11 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
   DecisionTimedOut: { decisionId: string };
+  /**
+   * The workflow was paused while the decision ran: its report is not applied (nothing it asked
+   * for starts while paused) and the decision is made again once the workflow is resumed.
+   */
+  DecisionDiscarded: { decisionId: string; reason: string };
   /** The worker running the decision (its inline steps take a while) keeps its lease. */
   DecisionLeaseExtended: { decisionId: string; leaseExpiresAt: string };
   TaskScheduled: { seq: number; name: string; args: Json[] };
@@ -80,6 +85,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'DecisionCompleted',
   'DecisionFailed',
   'DecisionTimedOut',
+  'DecisionDiscarded',
   'DecisionLeaseExtended',
   'TaskScheduled',
   'TaskStarted',
@@ -341,6 +347,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           data: { decisionId: command.decisionId, commands: withoutStepOutcomes(command.commands), ...(command.queries ? { queries: command.queries } : {}) },
         };
         if (final) return [completed];
+        if (state.status === 'paused') {
+          // Paused while the decision ran: nothing it asks for (tasks, children, events, a
+          // schedule, the end) may start before resume. It is made again then, on everything
+          // recorded meanwhile; steps it ran are run again or handed back by the worker that holds the run.
+          return [{ type: 'DecisionDiscarded', data: { decisionId: command.decisionId, reason: 'the workflow was paused while the decision ran; it is made again once resumed' } }];
+        }
         // Each command sees the effect of the ones before it (a timer started and cancelled in one decision).
         const events: WorkflowEvent[] = [completed];
         let current: WorkflowState = workflowDecider.evolve(state, completed);
@@ -489,6 +501,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           decisionRetryAt: Date.parse(event.data.retryAt),
         };
       case 'DecisionTimedOut':
+      case 'DecisionDiscarded':
         return { ...state, decision: null, eventsDuringDecision: undefined, needsDecision: true };
       case 'DecisionLeaseExtended':
         return state.decision?.id === event.data.decisionId ? { ...state, decision: { ...state.decision, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) } } : state;
