@@ -414,7 +414,11 @@ export class Worker {
       const runFrom = item.runFrom ?? 0;
       let run = this.runs.get(workflowId);
       this.runs.delete(workflowId);
-      const holds = run !== undefined && run.runFrom === runFrom && run.replay.nextRevision >= (item.historyFrom ?? 0) && !run.replay.isFinished;
+      // A decision of the held run that the service discarded (the workflow was paused while it
+      // ran) is made again: the held run handed its steps' outcomes back at that decision's clock,
+      // where a replay of the history hands them back at the next one, so replay from the history.
+      const discarded = run !== undefined && history.some((e) => e.type === 'DecisionDiscarded' && e.revision >= run!.replay.nextRevision);
+      const holds = !discarded && run !== undefined && run.runFrom === runFrom && run.replay.nextRevision >= (item.historyFrom ?? 0) && !run.replay.isFinished;
       if (!holds) {
         if ((item.historyFrom ?? 0) !== runFrom) history = await this.wholeRun(item);
         run = { replay: new WorkflowReplay(definition, workflowId, JSON.parse(item.input)), runFrom, decisionId: item.decisionId!, version: definition.name };

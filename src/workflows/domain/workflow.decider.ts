@@ -350,7 +350,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         if (state.status === 'paused') {
           // Paused while the decision ran: nothing it asks for (tasks, children, events, a
           // schedule, the end) may start before resume. It is made again then, on everything
-          // recorded meanwhile; steps it ran are run again or handed back by the worker that holds the run.
+          // recorded meanwhile (the steps it ran run again: the SDK replays a discarded decision afresh).
           return [{ type: 'DecisionDiscarded', data: { decisionId: command.decisionId, reason: 'the workflow was paused while the decision ran; it is made again once resumed' } }];
         }
         // Each command sees the effect of the ones before it (a timer started and cancelled in one decision).
