@@ -62,8 +62,12 @@ export type DecisionCommand =
   | { type: 'RecordStep'; seq: number; name: string; result?: Json; error?: TaskErrorShape }
   | { type: 'CompleteWorkflow'; result: Json }
   | { type: 'FailWorkflow'; error: TaskErrorShape }
-  /** Ends this run and starts a fresh one under the same id with `args` (`at` is the decision's time). */
-  | { type: 'ContinueAsNew'; seq: number; args: Json[]; at: string };
+  /**
+   * Ends this run and starts a fresh one under the same id with `args` (`at` is the decision's
+   * time). `events`: events this run received and its code never took (no `waitForEvent` or
+   * `onEvent` asked for them), recorded again at the start of the new run, in order.
+   */
+  | { type: 'ContinueAsNew'; seq: number; args: Json[]; at: string; events?: Array<{ name: string; data: Json[] }> };
 
 export const DECISION_COMMAND_TYPES = [
   'ScheduleTask',

@@ -666,7 +666,9 @@ export class WorkflowReplay {
         return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
       },
       continueAsNew(...args) {
-        self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString() });
+        // Events received and not taken go to the new run (as its `waitForEvent` / `onEvent` would take them here).
+        const events = self.unclaimed.map((e) => ({ name: e.name, data: e.data as Json[] }));
+        self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString(), ...(events.length > 0 ? { events } : {}) });
         return new Promise<never>(() => {});
       },
       log: { info: log('info'), warn: log('warn'), error: log('error') },

@@ -181,6 +181,14 @@ describe('dates: timers and continue-as-new take ISO 8601 date-times', () => {
     expectRejected([timer(0, '2030-02-31T00:00:00Z')], 'needs an ISO 8601 fireAt');
     expectRejected([{ type: 'ContinueAsNew', seq: 0, args: [], at: '1' }], 'command 0 (ContinueAsNew) needs args and an ISO 8601 at');
   });
+
+  it('a continue-as-new carries the events its run never took: each a name and a data array', () => {
+    const at = '2030-01-01T00:00:00.000Z';
+    expectKept([{ type: 'ContinueAsNew', seq: 0, args: [], at, events: [{ name: 'item', data: [1] }] }]);
+    expectRejected([{ type: 'ContinueAsNew', seq: 0, args: [], at, events: {} }], 'events must be an array');
+    expectRejected([{ type: 'ContinueAsNew', seq: 0, args: [], at, events: [{ name: '', data: [] }] }], 'events[0].name');
+    expectRejected([{ type: 'ContinueAsNew', seq: 0, args: [], at, events: [{ name: 'item', data: 'x' }] }], 'events[0].data');
+  });
 });
 
 describe('failures: an error as a task report takes it', () => {

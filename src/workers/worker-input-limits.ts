@@ -150,6 +150,14 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
       }
       case 'ContinueAsNew':
         array('args', c.args);
+        if (c.events != null) {
+          if (!Array.isArray(c.events)) throw bad('events must be an array');
+          c.events.forEach((event: unknown, j: number) => {
+            if (typeof event !== 'object' || event === null || Array.isArray(event)) throw bad(`events[${j}] must be an object`);
+            text(`events[${j}].name`, (event as Record<string, unknown>).name);
+            array(`events[${j}].data`, (event as Record<string, unknown>).data);
+          });
+        }
         break;
       case 'ControlWorkflows': {
         const selector = c.selector as Record<string, unknown> | null | undefined;

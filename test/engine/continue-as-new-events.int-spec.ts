@@ -42,6 +42,23 @@ const eventLoop = defineWorkflow('EventLoop', async (ctx, round: number) => {
   return { round, items };
 });
 
+/**
+ * Round 0 waits for `go` only (an `item` sent before it is left untaken), then continues as new;
+ * round 1 collects `item` events until `stop`.
+ */
+const takesGoOnly = defineWorkflow('TakesGoOnly', async (ctx, round: number) => {
+  if (round === 0) {
+    await ctx.waitForEvent('go');
+    return ctx.continueAsNew(1);
+  }
+  const items: unknown[] = [];
+  ctx.onEvent('item', (item: unknown) => {
+    items.push(item);
+  });
+  await ctx.waitForEvent('stop');
+  return { round, items };
+});
+
 let service: Service;
 let client: Client;
 let worker: Worker;
@@ -50,7 +67,7 @@ let running: Promise<void>;
 beforeAll(async () => {
   service = await startService();
   client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, workflows: [eventLoop], logger: quiet });
+  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, workflows: [eventLoop, takesGoOnly], logger: quiet });
   running = worker.run();
 });
 
@@ -78,5 +95,21 @@ describe('an event recorded while the decision that continues as new is in fligh
     const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 10_000 });
     expect(done).toMatchObject({ state: 'COMPLETED' });
     expect(JSON.parse(done!.output!)).toEqual({ round: 1, items: ['sent during the decision', 'sent to the new run'] });
+  });
+});
+
+describe('an event the old run received but never took (no waitForEvent or onEvent asked for it)', () => {
+  it('is delivered to the new run, as "one that arrived earlier and was not yet taken"', async () => {
+    const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'TakesGoOnly', input: [0] });
+    expect(await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'item', data: ['early'] })).toMatchObject({ changed: 1 });
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'go', data: [] });
+    await waitFor(async () => (await client.workflowHistory(APP, ENV, id)).some((e) => e.type === 'WorkflowContinuedAsNew'), {
+      timeoutMs: 10_000,
+      description: 'the workflow to continue as new',
+    });
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'stop', data: [] });
+    const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 10_000 });
+    expect(done).toMatchObject({ state: 'COMPLETED' });
+    expect(JSON.parse(done!.output!)).toEqual({ round: 1, items: ['early'] });
   });
 });

@@ -759,7 +759,7 @@ describe('workflow decider', () => {
       .thenMatches([{ type: 'DecisionStarted', data: { decisionId: 'd2' } }]);
   });
 
-  it('carries the events received while the decision that continues as new ran into the new run, in order (not those it saw)', () => {
+  it('carries into the new run the events its code never took and those received while the decision that continues as new ran, in order', () => {
     const received = (name: string, data: Json[], causeId?: string): WorkflowEvent => ({
       type: 'WorkflowEventReceived',
       data: causeId === undefined ? { name, data } : { name, data, causeId },
@@ -772,6 +772,16 @@ describe('workflow decider', () => {
         { type: 'WorkflowContinuedAsNew', data: { run: 2 } },
         { type: 'WorkflowEventReceived', data: { name: 'item', data: [1] } },
         { type: 'WorkflowEventReceived', data: { name: 'item', data: [2], causeId: 'cause-2' } },
+      ]);
+    // Events the code saw but never took come first: they arrived before the decision.
+    spec
+      .given([dispatched, received('seen', [0]), decisionStarted('d1'), received('item', [1])])
+      .when({ type: 'CompleteDecision', decisionId: 'd1', commands: [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10), events: [{ name: 'seen', data: [0] }] }], ids: {} })
+      .thenMatches([
+        { type: 'DecisionCompleted' },
+        { type: 'WorkflowContinuedAsNew' },
+        { type: 'WorkflowEventReceived', data: { name: 'seen', data: [0] } },
+        { type: 'WorkflowEventReceived', data: { name: 'item', data: [1] } },
       ]);
     // A decision that failed or lapsed is followed by one that sees those events: nothing to carry.
     spec

@@ -363,8 +363,11 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
             current = workflowDecider.evolve(current, event);
           }
           if (events.at(-1)?.type === 'WorkflowContinuedAsNew') {
-            // Events that arrived while this decision ran were never seen by its code: the new run
-            // gets them, in order, as the next decision of this run would have.
+            // Events the code saw but never took, then those that arrived while this decision ran
+            // (never seen by its code): the new run gets them, in order, as the next decision of
+            // this run would have.
+            const untaken = c.type === 'ContinueAsNew' ? (c.events ?? []) : [];
+            for (const event of untaken) events.push({ type: 'WorkflowEventReceived', data: { name: event.name, data: event.data } });
             for (const data of state.eventsDuringDecision ?? []) events.push({ type: 'WorkflowEventReceived', data });
             break;
           }
