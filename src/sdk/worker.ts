@@ -13,6 +13,7 @@ import {
   POLL_WORK,
   REPORT_WORK,
   type RetryPolicyMs,
+  type TaskErrorShape,
   type WireDecided,
   type WireDecisionReport,
   type WireNextDecision,
@@ -182,6 +183,8 @@ export class Worker {
   private reportLeases: number[] = [];
   /** Workflow runs held between decisions, least recently used first. */
   private readonly runs = new Map<string, HeldRun>();
+  /** Inline steps whose result the service refused to record, by workflow id then seq: the next decision fails them (at most 1,000 workflows). */
+  private readonly refusedSteps = new Map<string, Map<number, TaskErrorShape>>();
   /** Runs whose next decision was sent with a task's result, by the task's ref, until the answer says whether it was recorded. */
   private readonly sentDecisions = new Map<string, { workflowId: string; run: HeldRun }>();
   /** Next decisions the service did not record, in a row; past a few, the worker stops making them for a while. */
@@ -421,7 +424,8 @@ export class Worker {
       const holds = !discarded && run !== undefined && run.runFrom === runFrom && run.replay.nextRevision >= (item.historyFrom ?? 0) && !run.replay.isFinished;
       if (!holds) {
         if ((item.historyFrom ?? 0) !== runFrom) history = await this.wholeRun(item);
-        run = { replay: new WorkflowReplay(definition, workflowId, JSON.parse(item.input)), runFrom, decisionId: item.decisionId!, version: definition.name };
+        const failedSteps = this.refusedSteps.get(workflowId);
+        run = { replay: new WorkflowReplay(definition, workflowId, JSON.parse(item.input), [], failedSteps ? { failedSteps } : {}), runFrom, decisionId: item.decisionId!, version: definition.name };
       }
       run!.decisionId = item.decisionId!;
       this.deciding.set(item.ref, item.decisionId!);
@@ -618,6 +622,8 @@ export class Worker {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },
         });
         this.settleDecided(tasks, reportWork.decided);
+        // A decision recorded holds the outcome of the steps it failed: replays take it from the history.
+        for (const d of decisions) if (d.commands !== undefined && !reportWork.rejected.some((r) => r.ref === d.ref)) this.refusedSteps.delete(d.ref.slice(3));
         for (const r of reportWork.rejected) {
           this.logger.warn(`[baton worker] report for ${r.ref} not applied: ${r.code} ${r.message}`);
           // A run held past a decision the server did not record (its steps ran, their outcomes
@@ -626,6 +632,20 @@ export class Worker {
           // Commands the server refuses (over a limit): record the decision as failed, with the reason,
           // rather than let its lease lapse again and again (the run was dropped just above).
           const decision = decisions.find((d) => d.ref === r.ref && d.commands !== undefined);
+          // An inline step whose result the service cannot record (over a JSON limit): the
+          // decision is made again with that step failed, rather than run it again and again.
+          const step = decision && r.code === 'BAD_USER_INPUT' ? /\(RecordStep\): the result of step #(\d+) /.exec(r.message) : null;
+          if (step) {
+            const workflowId = r.ref.slice(3);
+            const failed = this.refusedSteps.get(workflowId) ?? new Map<number, TaskErrorShape>();
+            failed.set(Number(step[1]), { message: `the step's result could not be recorded: ${r.message}`.slice(0, 1000), name: 'ResultRejectedError' });
+            this.refusedSteps.delete(workflowId);
+            this.refusedSteps.set(workflowId, failed);
+            for (const key of this.refusedSteps.keys()) {
+              if (this.refusedSteps.size <= 1000) break;
+              this.refusedSteps.delete(key);
+            }
+          }
           if (decision && r.code === 'BAD_USER_INPUT') {
             this.decisionReports.push({ ref: r.ref, decisionId: decision.decisionId, failureCode: 'DECISION_REJECTED', failureMessage: r.message.slice(0, 1000) });
             void this.scheduleFlush();

@@ -236,7 +236,11 @@ export class WorkflowReplay {
      * Only check the code against the history (`baton replay`): every decision is a replay, so no
      * step runs (one with no recorded outcome stays pending) and nothing is logged.
      */
-    private readonly options: { verifyOnly?: boolean } = {},
+    private readonly options: {
+      verifyOnly?: boolean;
+      /** Steps (by seq) the service refused to record the result of: they fail with this error instead of running. @internal */
+      failedSteps?: ReadonlyMap<number, TaskErrorShape>;
+    } = {},
   ) {
     this.rng = xoshiro128(createHash('sha256').update(`random:${workflowId}`).digest());
   }
@@ -411,6 +415,11 @@ export class WorkflowReplay {
 
   /** Runs a step's function in this decision (with its retries); its outcome goes in the step's command. */
   private async runStep(call: StepCall): Promise<StepOutcome> {
+    const refused = this.options.failedSteps?.get(call.seq);
+    if (refused) {
+      call.command.error = refused;
+      return { error: refused };
+    }
     const policy = call.retry ? resolveRetryPolicy(call.retry) : undefined;
     const attempts = Math.max(1, policy?.maxAttempts ?? 1);
     for (let attempt = 1; ; attempt++) {

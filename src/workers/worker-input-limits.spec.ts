@@ -299,3 +299,17 @@ describe('reportedCommands (what the engine records)', () => {
     expect(() => reportedCommands({ commands: '[{"type":"Nope"}]' })).toThrow(/command 0 has no known type/);
   });
 });
+
+describe('an inline step whose result breaks a JSON limit is named', () => {
+  const step = (seq: number, result: unknown) => ({ type: 'RecordStep', seq, name: 'rows', result });
+  it('over the limit of one value (an array past MAX_JSON_ARRAY_LENGTH, a string past MAX_JSON_STRING_LENGTH)', () => {
+    expectRejected([step(0, 'ok'), step(3, Array.from({ length: 10_001 }, () => 0))], 'command 1 (RecordStep): the result of step #3 holds an array of more than 10000 elements');
+    expectRejected([step(4, 'x'.repeat(131_073))], 'command 0 (RecordStep): the result of step #4 holds a string longer than');
+  });
+  it('also when the decision as a whole broke it (an array past the decision\'s own length limit)', () => {
+    expectRejected([step(5, Array.from({ length: 20_001 }, () => 0))], 'command 0 (RecordStep): the result of step #5 holds an array of more than 10000 elements');
+  });
+  it('a step that failed, or a result within the limits, is taken', () => {
+    expectKept([step(0, Array.from({ length: 10_000 }, () => 0)), { type: 'RecordStep', seq: 1, name: 'x', error: { message: 'no' } }]);
+  });
+});

@@ -1,5 +1,5 @@
 import { BadUserInputError, BatonError } from '../shared/errors.js';
-import { InputLimits, MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_TIMEZONE_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
+import { InputLimits, MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_TIMEZONE_LENGTH, checkJsonValue, jsonTextDepth, parseLimitedJson } from '../shared/limits.js';
 import type { Json } from '../event-store/event-store.port.js';
 import { PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
 import { MAX_SEQ } from '../protocol/work-refs.js';
@@ -95,7 +95,12 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
   const field = `${prefix}.commands`;
   // One decision may start many tasks: its own byte and length limits, the others as for any value.
   const decisionLimits = { ...limits, payloadBytes: limits.decisionBytes, arrayLength: Math.max(limits.arrayLength, limits.decisionCommands) };
-  const commands = parseLimitedJson(field, report.commands, decisionLimits, 'array') as unknown[];
+  let commands: unknown[];
+  try {
+    commands = parseLimitedJson(field, report.commands, decisionLimits, 'array') as unknown[];
+  } catch (refused) {
+    throw (refused instanceof BadUserInputError && stepAtFault(field, report.commands, limits)) || refused;
+  }
   if (commands.length > limits.decisionCommands) throw new BadUserInputError(field, `one decision holds at most ${limits.decisionCommands} commands (MAX_DECISION_COMMANDS)`);
   // Types, seq numbers (range, reuse), what may follow a final command, and timer dates.
   const shaped = commandShapes(commands, field);
@@ -192,10 +197,47 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
       default:
         break; // StartTimer, CancelTimer, CompleteWorkflow: their shape is all commandShapes checks
     }
+    const step = stepResultRefusal(field, c, i, limits);
+    if (step) throw step;
     checkJsonValue(field, c, limits);
   });
   screenedCommands.set(carrier, shaped);
   return commands;
+}
+
+/**
+ * An inline step's result over a limit, refused under a message that names the step
+ * (`command <i> (RecordStep): the result of step #<seq> ...`), so that the SDK fails that step
+ * instead of making the same decision again and again (running the step each time).
+ */
+function stepResultRefusal(field: string, c: Record<string, unknown>, i: number, limits: InputLimits): BadUserInputError | null {
+  if (c.type !== 'RecordStep' || c.result === undefined) return null;
+  try {
+    checkJsonValue(field, c.result, limits);
+    return null;
+  } catch (refused) {
+    if (!(refused instanceof BadUserInputError)) throw refused;
+    return new BadUserInputError(field, `command ${i} (RecordStep): the result of step #${String(c.seq)} ${refused.message.slice(field.length + 2)}`);
+  }
+}
+
+/** When the decision as a whole broke a JSON limit: the step whose result did, if one did. */
+function stepAtFault(field: string, raw: string, limits: InputLimits): BadUserInputError | null {
+  if (Buffer.byteLength(raw, 'utf8') > limits.decisionBytes || jsonTextDepth(raw, limits.jsonDepth) > limits.jsonDepth) return null;
+  let commands: unknown;
+  try {
+    commands = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(commands)) return null;
+  for (let i = 0; i < commands.length; i++) {
+    const c = commands[i] as Record<string, unknown> | null;
+    if (typeof c !== 'object' || c === null) continue;
+    const step = stepResultRefusal(field, c, i, limits);
+    if (step) return step;
+  }
+  return null;
 }
 
 /** The commands `screenReport` parsed and checked, by the report item (or its `next`) that carried them. */

@@ -28,6 +28,20 @@ const rows = defineWorkflow('Rows', async (ctx, n: number) => {
   }
 });
 
+let stepRuns = 0;
+/** The same rows from an inline step. */
+const rowsInline = defineWorkflow('RowsInline', async (ctx, n: number) => {
+  try {
+    const result = await ctx.step('list rows', () => {
+      stepRuns++;
+      return Array.from({ length: n }, (_, i) => i);
+    });
+    return { rows: result.length };
+  } catch (error) {
+    return { caught: (error as Error).name, message: (error as Error).message };
+  }
+});
+
 let service: Service;
 let client: Client;
 let worker: Worker;
@@ -36,7 +50,7 @@ let running: Promise<void>;
 beforeAll(async () => {
   service = await startService({ env: { LEASE_MS: '60000' } });
   client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [listRows], workflows: [rows], logger: quiet });
+  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [listRows], workflows: [rows, rowsInline], logger: quiet });
   running = worker.run();
 });
 
@@ -64,5 +78,16 @@ describe('a task result the service refuses to record', () => {
     const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'Rows', input: [10_000] });
     const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 });
     expect(JSON.parse(done!.output!)).toEqual({ rows: 10_000 });
+  });
+});
+
+describe('a step result the service refuses to record', () => {
+  it('fails the step (TaskFailedError with the service\'s reason) instead of failing its decision again and again, running the step each time', async () => {
+    const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RowsInline', input: [10_001] });
+    const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 });
+    expect(done).toMatchObject({ state: 'COMPLETED' });
+    const output = JSON.parse(done!.output!);
+    expect(output).toMatchObject({ caught: 'TaskFailedError', message: expect.stringMatching(/result.*10000/) });
+    expect(stepRuns).toBe(1);
   });
 });
