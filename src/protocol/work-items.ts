@@ -40,7 +40,7 @@ export interface WireTaskReport {
   attemptId: string;
   result?: string;
   error?: { message: string; name?: string; nonRetryable?: boolean; retryAfterMs?: number };
-  /** The worker gives the attempt back unfinished (it is shutting down): retried at once, not counted. */
+  /** The worker gives the attempt back unfinished (it is shutting down, or was told to stop because its workflow failed): retried at once, not counted. */
   released?: boolean;
   /** The decision this result makes pending, made already by this worker on the run it holds (see `WireNextDecision`). */
   next?: WireNextDecision;

@@ -166,6 +166,12 @@ export class Worker {
   private readonly running = new Map<string, { attemptId: string; abort: AbortController }>();
   /** Attempts aborted by shutdown: reported as released, not failed. */
   private readonly releasing = new Set<string>();
+  /**
+   * Running attempts the service told to stop because their workflow failed: their failure is the
+   * stop, not the task's, so they are given back (not counted against their retries) and run again
+   * if the workflow is retried.
+   */
+  private readonly stoppedForFailedWorkflow = new Set<string>();
   /** Work running, by kind (each holds one slot of its kind until its report is answered). */
   private readonly inFlight: Record<WorkKind, Set<Promise<void>>> = { DECISION: new Set(), TASK: new Set() };
   /**
@@ -505,7 +511,7 @@ export class Worker {
       report.result = JSON.stringify(result === undefined ? null : result);
     } catch (error) {
       const e = error instanceof Error ? error : new Error(String(error));
-      if (this.releasing.has(item.ref)) report.released = true;
+      if (this.releasing.has(item.ref) || this.stoppedForFailedWorkflow.has(item.ref)) report.released = true;
       else report.error = {
         message: e.message,
         name: e.name,
@@ -518,6 +524,7 @@ export class Worker {
     // The attempt stays in `running` (heartbeated) while the decision after it is made.
     if (report.result !== undefined) await this.decideAfter(item, report).catch((error: Error) => this.logger.warn(`[baton worker] next decision for ${item.workflowId} not made: ${error.message}`));
     this.running.delete(item.ref);
+    this.stoppedForFailedWorkflow.delete(item.ref);
     this.taskReports.push(report);
     this.reportLeases.push(Date.parse(item.leaseExpiresAt));
     await this.scheduleFlush();
@@ -734,6 +741,7 @@ export class Worker {
         for (const h of heartbeat) {
           if (!h.cancel) continue;
           // A decision the server gave up on is left to finish: its report will be refused.
+          if (h.reason === 'workflow failed' && this.running.has(h.ref)) this.stoppedForFailedWorkflow.add(h.ref);
           this.running.get(h.ref)?.abort.abort(new Error(`cancelled by the server: ${h.reason ?? 'no reason given'}`));
           // Waiting work the server gave up on is not run.
           for (const queue of [this.waiting.TASK, this.waiting.DECISION]) {

@@ -226,7 +226,7 @@ export function decideRelease(state: AttemptState, cmd: { attemptId: string; now
         attemptId: cmd.attemptId,
         attempt: state.attempts,
         reason: 'released',
-        error: { message: `attempt ${state.attempts} released by worker ${state.workerId} (shutting down)`, name: 'ReleasedError' },
+        error: { message: `attempt ${state.attempts} given back unfinished by worker ${state.workerId} (shutting down, or told to stop)`, name: 'ReleasedError' },
         retryAt: iso(cmd.now),
         released: true,
       },
