@@ -248,13 +248,14 @@ export class Client {
   /**
    * Dispatches a standalone task to run now and answers its id at once (a worker serving the task
    * runs it, under the retry policy that worker declares).
-   * @param input - App, environment, the task's name as `defineTask` registered it, and its
-   *   arguments (default none).
+   * @param input - App, environment, the task's name as `defineTask` registered it, its
+   *   arguments (default none), optionally a `tag` (a label the `tasks` query filters on) and an
+   *   `idempotencyKey` (a retry with the same key answers the first dispatch's id).
    * @returns The task's id.
    * @example
    * const taskId = await baton.dispatchTask({ appId: 'demo', environment: 'dev', name: 'sendEmail', input: ['ada@example.com', 'Welcome'] });
    */
-  async dispatchTask(input: { appId: string; environment: string; name: string; input?: unknown[] }): Promise<string> {
+  async dispatchTask(input: { appId: string; environment: string; name: string; input?: unknown[]; tag?: string; idempotencyKey?: string }): Promise<string> {
     const data = await this.request<{ dispatchTask: { id: string } }>(
       'mutation($input: DispatchTaskInput!) { dispatchTask(input: $input) { id } }',
       { input: { ...input, input: JSON.stringify(input.input ?? []) } },
