@@ -1,4 +1,4 @@
-import { Map as IMap, Set as ISet } from 'immutable';
+import { List as IList, Map as IMap, Set as ISet } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
@@ -167,7 +167,7 @@ export type WorkflowState =
        * Events received while the current decision is in flight (its code has not seen them): a
        * decision that continues as new carries them into the new run. Absent when none.
        */
-      eventsDuringDecision?: ReadonlyArray<WorkflowEventData['WorkflowEventReceived']>;
+      eventsDuringDecision?: IList<WorkflowEventData['WorkflowEventReceived']>;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -551,7 +551,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, needsDecision: true, children: state.children.set(event.data.seq, { ...child, status }) };
       }
       case 'WorkflowEventReceived': {
-        const during = state.decision === null ? state.eventsDuringDecision : [...(state.eventsDuringDecision ?? []), event.data];
+        const during = state.decision === null ? state.eventsDuringDecision : (state.eventsDuringDecision ?? IList()).push(event.data);
         return event.data.causeId === undefined
           ? { ...state, needsDecision: true, eventsDuringDecision: during }
           : { ...state, needsDecision: true, eventsDuringDecision: during, causes: (state.causes ?? ISet<string>()).add(event.data.causeId) };
