@@ -22,6 +22,7 @@ import {
   parseRef,
   replayableHistory,
 } from '../protocol/index.js';
+import { toError } from './thrown.js';
 import { WorkflowReplay } from './workflow-context.js';
 
 /**
@@ -510,7 +511,7 @@ export class Worker {
       ]);
       report.result = JSON.stringify(result === undefined ? null : result);
     } catch (error) {
-      const e = error instanceof Error ? error : new Error(String(error));
+      const e = toError(error);
       if (this.releasing.has(item.ref) || this.stoppedForFailedWorkflow.has(item.ref)) report.released = true;
       else report.error = {
         message: e.message,

@@ -5,6 +5,7 @@ import { type RetryPolicy, type TaskDefinition, type WorkflowDefinition, resolve
 import { type Moment, isMoment, resolveMoment } from './moments.js';
 import { Duration, toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
+import { toError } from './thrown.js';
 
 export type { HistoryEvent, Selector } from '../protocol/decision-commands.js';
 
@@ -430,7 +431,7 @@ export class WorkflowReplay {
         call.command.result = result;
         return { result };
       } catch (thrown) {
-        const e = thrown instanceof Error ? thrown : new Error(String(thrown));
+        const e = toError(thrown);
         if (attempt < attempts && !(e instanceof NonRetryableError)) {
           await new Promise((resolve) => setTimeout(resolve, stepRetryDelay(policy!, attempt, e)));
           continue;
@@ -471,7 +472,7 @@ export class WorkflowReplay {
       .then(
         (result) => this.finish({ type: 'CompleteWorkflow', result: (result === undefined ? null : result) as never }),
         (error: unknown) => {
-          const e = error instanceof Error ? error : new Error(String(error));
+          const e = toError(error);
           this.finish({ type: 'FailWorkflow', error: { message: e.message, name: e.name } });
         },
       );
@@ -552,7 +553,7 @@ export class WorkflowReplay {
   }
 
   private failFromHandler(error: unknown): void {
-    const e = error instanceof Error ? error : new Error(String(error));
+    const e = toError(error);
     this.finish({ type: 'FailWorkflow', error: { message: `event handler failed: ${e.message}`, name: e.name } });
   }
 

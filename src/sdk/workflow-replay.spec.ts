@@ -165,6 +165,26 @@ describe('WorkflowReplay', () => {
     expect(await new Simulation(thrower).decide()).toEqual([{ type: 'FailWorkflow', error: { message: 'bad input', name: 'TypeError' } }]);
   });
 
+  it('keeps the message (and name) of a plain object thrown by workflow code or a step, and writes anything else with String()', async () => {
+    const objectThrower = defineWorkflow('ObjectThrower', async () => {
+      throw { message: 'quota exceeded', name: 'QuotaError', code: 429 };
+    });
+    expect(await new Simulation(objectThrower).decide()).toEqual([{ type: 'FailWorkflow', error: { message: 'quota exceeded', name: 'QuotaError' } }]);
+    const stringThrower = defineWorkflow('StringThrower', async () => {
+      throw 'plain text';
+    });
+    expect(await new Simulation(stringThrower).decide()).toEqual([{ type: 'FailWorkflow', error: { message: 'plain text', name: 'Error' } }]);
+    const stepThrower = defineWorkflow('StepThrower', async (ctx) =>
+      ctx.step('call api', () => {
+        throw { message: 'rate limited' };
+      }).catch((e: Error) => e.message),
+    );
+    expect(await new Simulation(stepThrower).decide()).toEqual([
+      { type: 'RecordStep', seq: 0, name: 'call api', error: { message: 'rate limited' } },
+      { type: 'CompleteWorkflow', result: 'rate limited' },
+    ]);
+  });
+
   it('sleeps with a durable timer from the time of the decision', async () => {
     const sleeper = defineWorkflow('Sleeper', async (ctx) => {
       await ctx.sleep('2s');
