@@ -621,16 +621,19 @@ export class WorkflowReplay {
       },
       waitForEvent(name, options = {}) {
         const seq = self.seq++;
+        // A bad duration throws here, in the workflow's code, before any wait is registered (the
+        // call keeps its seq, as before: histories made by earlier versions replay the same).
+        const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
         const index = self.unclaimed.findIndex((e) => e.name === name);
         if (index >= 0) {
           const [event] = self.unclaimed.splice(index, 1);
           return Promise.resolve([name, ...event.data] as [string, ...unknown[]]);
         }
         return new Promise((resolve) => {
-          const timed = options.timeout !== undefined;
+          const timed = timeoutMs !== undefined;
           self.waiters.push({ seq, name, resolve, timed });
           if (timed) {
-            self.command({ type: 'StartTimer', seq, fireAt: new Date(self.time + toMs(options.timeout!)).toISOString() });
+            self.command({ type: 'StartTimer', seq, fireAt: new Date(self.time + timeoutMs).toISOString() });
             self.timers.set(seq, () => {
               self.waiters = self.waiters.filter((w) => w.seq !== seq);
               resolve(null);

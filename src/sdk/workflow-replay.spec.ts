@@ -233,6 +233,22 @@ describe('WorkflowReplay', () => {
       expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: ['go', 42] }]);
     });
 
+    it('a bad timeout throws in the code and leaves no wait behind to take the next event', async () => {
+      const careless = defineWorkflow('Careless', async (ctx) => {
+        let refused = '';
+        try {
+          await ctx.waitForEvent('go', { timeout: 'soon' as never });
+        } catch (error) {
+          refused = (error as Error).name;
+        }
+        return { refused, got: await ctx.waitForEvent('go') };
+      });
+      const sim = new Simulation(careless);
+      expect(await sim.decide()).toEqual([]);
+      sim.send('go', 1);
+      expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: { refused: expect.any(String), got: ['go', 1] } }]);
+    });
+
     it('without a timeout waits with no command at all', async () => {
       const forever = defineWorkflow('Forever', async (ctx) => ctx.waitForEvent('go'));
       const sim = new Simulation(forever);
