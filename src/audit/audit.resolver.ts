@@ -1,5 +1,7 @@
 import { Type } from 'class-transformer';
-import { Args, ArgsType, Field, InputType, ObjectType, Query, Resolver } from '@nestjs/graphql';
+import { Args, ArgsType, Field, Info, InputType, ObjectType, Query, Resolver } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { readWithinAnswer } from '../graphql/answer-budget.js';
 import { IsDate, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { AppScopedInput, PageArgs, Paginated } from '../graphql/common.types.js';
 import { BadUserInputError } from '../shared/errors.js';
@@ -87,10 +89,14 @@ export class AuditResolver {
 
   @Requires('read')
   @Query(() => AuditConnection, { description: "An app's API actions (dispatches, control actions, retries, schedule changes) by actor and time, newest first: the event log read as an audit log." })
-  async auditLog(@CurrentPrincipal() principal: Principal, @Args() args: AuditArgs): Promise<AuditConnection> {
+  async auditLog(@CurrentPrincipal() principal: Principal, @Args() args: AuditArgs, @Info() info?: GraphQLResolveInfo): Promise<AuditConnection> {
     assertScope(principal, args.filter.appId, args.filter.environment);
     if (args.after != null && !/^\d{1,19}$/.test(args.after)) throw new BadUserInputError('after', 'must be a cursor (endCursor) from an earlier page');
     await this.fence.upToHead();
+    return readWithinAnswer(info, () => this.answer(args));
+  }
+
+  private answer(args: AuditArgs): AuditConnection {
     const page = this.audit.page(args.filter, args.first ?? 50, args.after == null ? null : BigInt(args.after));
     const nodes = page.entries.map((e) => ({
       id: String(e.position),

@@ -1,4 +1,6 @@
-import { Args, ArgsType, Field, ID, Int, ObjectType, Query, Resolver, registerEnumType } from '@nestjs/graphql';
+import { Args, ArgsType, Field, ID, Info, Int, ObjectType, Query, Resolver, registerEnumType } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { readWithinAnswer } from '../graphql/answer-budget.js';
 import { IsDate, IsOptional } from 'class-validator';
 import { AppScopedInput } from '../graphql/common.types.js';
 import { TasksReadModel } from '../tasks/tasks.read-model.js';
@@ -58,7 +60,7 @@ export class FailuresResolver {
 
   @Requires('read')
   @Query(() => [FailureGroup], { description: 'FAILED workflows and standalone tasks grouped by name and error message, most recent group first. Retrying them (retryWorkflows, retryTask) takes them out.' })
-  async failures(@CurrentPrincipal() principal: Principal, @Args() args: FailuresArgs): Promise<FailureGroup[]> {
+  async failures(@CurrentPrincipal() principal: Principal, @Args() args: FailuresArgs, @Info() info: GraphQLResolveInfo): Promise<FailureGroup[]> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     const since = args.since?.getTime() ?? 0;
@@ -73,9 +75,11 @@ export class FailuresResolver {
       ids: r.ids,
       capped: r.capped,
     });
-    return [
-      ...this.workflows.failureGroups(args.appId, args.environment, since).map(group(FailureKind.WORKFLOW)),
-      ...this.tasks.failureGroups(args.appId, args.environment, since).map(group(FailureKind.TASK)),
-    ].sort((a, b) => b.lastSeenAt.getTime() - a.lastSeenAt.getTime());
+    return readWithinAnswer(info, () =>
+      [
+        ...this.workflows.failureGroups(args.appId, args.environment, since).map(group(FailureKind.WORKFLOW)),
+        ...this.tasks.failureGroups(args.appId, args.environment, since).map(group(FailureKind.TASK)),
+      ].sort((a, b) => b.lastSeenAt.getTime() - a.lastSeenAt.getTime()),
+    );
   }
 }

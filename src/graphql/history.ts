@@ -1,5 +1,7 @@
 import { Field, Int, ObjectType } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { EventStore } from '../event-store/event-store.port.js';
+import { currentAnswerBudget, readWithinAnswer, selectedFieldNames } from './answer-budget.js';
 import type { HistoryArgs } from './common.types.js';
 
 @ObjectType({ description: 'One event of a stream (a workflow\'s or a schedule\'s history), as stored.' })
@@ -16,16 +18,44 @@ export class HistoryEvent {
   metadata: string;
 }
 
-/** The requested part of a stream, as `HistoryEvent`s. */
-export async function readHistory(store: EventStore, streamId: string, args: HistoryArgs): Promise<HistoryEvent[]> {
-  const events = await store.readStream(streamId, { fromRevision: BigInt(args.fromRevision ?? 0), maxCount: args.first ?? 1000 });
-  return events.map((e) => ({
-    revision: Number(e.revision),
-    type: e.type,
-    recordedAt: e.recordedAt,
-    data: JSON.stringify(e.data),
-    metadata: JSON.stringify(e.metadata),
-  }));
+/** Events read at a time: a page of `first` events is read, and charged to the answer, this many at a time. */
+const HISTORY_READ_CHUNK = 100;
+
+/**
+ * The requested part of a stream, as `HistoryEvent`s, read a chunk at a time within the
+ * request's answer budget (answer-budget.ts): a page of 10,000 events of 256 KiB was read whole
+ * before anything was measured. `data` and `metadata` are kept only when `info` selects them.
+ */
+export async function readHistory(store: EventStore, streamId: string, args: HistoryArgs, info?: GraphQLResolveInfo): Promise<HistoryEvent[]> {
+  const selected = selectedFieldNames(info);
+  const keepData = !selected || selected.has('data');
+  const keepMetadata = !selected || selected.has('metadata');
+  return readWithinAnswer(
+    info,
+    async () => {
+      const budget = currentAnswerBudget();
+      const out: HistoryEvent[] = [];
+      let from = BigInt(args.fromRevision ?? 0);
+      for (let left = args.first ?? 1000; left > 0; ) {
+        const maxCount = Math.min(left, HISTORY_READ_CHUNK);
+        const events = await store.readStream(streamId, { fromRevision: from, maxCount });
+        const chunk = events.map((e) => ({
+          revision: Number(e.revision),
+          type: e.type,
+          recordedAt: e.recordedAt,
+          data: keepData ? JSON.stringify(e.data) : '',
+          metadata: keepMetadata ? JSON.stringify(e.metadata) : '',
+        }));
+        budget?.charge(chunk, info);
+        out.push(...chunk);
+        if (events.length < maxCount) break;
+        left -= events.length;
+        from = events[events.length - 1].revision + 1n;
+      }
+      return out;
+    },
+    true,
+  );
 }
 
 /**

@@ -1,27 +1,27 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import { AnswerTooLargeError, startAnswerBudget } from './answer-budget.js';
 
 /**
  * An upper bound on an answer's size: whatever the query limits let through (big stored values,
  * many aliases of a large page), an answer whose JSON would exceed `maxBytes` is replaced by one
  * `PAYLOAD_TOO_LARGE` error (`extensions.limit: "response"`) before anything is serialised.
  * Mutations answer small results, so this never hides the outcome of a write.
+ *
+ * The queries that read stored values spend the same budget as they read (answer-budget.ts), so
+ * an answer too large is refused before all of it sits in memory; one refused that way is
+ * replaced the same way.
  */
 export function responseBudgetPlugin(maxBytes: number): ApolloServerPlugin<BaseContext> {
   return {
     async requestDidStart() {
+      const budget = startAnswerBudget(maxBytes);
       return {
         async willSendResponse({ response }) {
           if (response.body.kind !== 'single') return;
           const result = response.body.singleResult;
-          if (result.data == null || !exceeds(result, maxBytes)) return;
-          response.body.singleResult = {
-            errors: [
-              {
-                message: `the answer would exceed the response limit of ${maxBytes} bytes; ask for smaller pages or fewer fields`,
-                extensions: { code: 'PAYLOAD_TOO_LARGE', limit: 'response' },
-              },
-            ],
-          };
+          if (!budget.exceeded && (result.data == null || !exceeds(result, maxBytes))) return;
+          const error = new AnswerTooLargeError(maxBytes);
+          response.body.singleResult = { errors: [{ message: error.message, extensions: { code: error.code, ...error.details } }] };
         },
       };
     },

@@ -9,6 +9,7 @@ import { PerTokenCounter } from '../shared/per-token-counter.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
+import { readWithinAnswer } from '../graphql/answer-budget.js';
 import { Requires } from '../tokens/roles.js';
 import { checkHeartbeat, screenReport } from './worker-input-limits.js';
 import { DecisionHistoryInput, HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
@@ -84,7 +85,8 @@ export class WorkerProtocolResolver {
     @Args('input', { description: 'The worker and the decision it claimed.' }) input: DecisionHistoryInput,
   ): Promise<string> {
     assertScope(principal, input.appId, input.environment);
-    return this.engine.decisionHistory({ ...input, tokenId: principal.tokenId });
+    // Each alias reads a page of up to half the response limit: within one answer's budget, not each its own.
+    return readWithinAnswer(undefined, () => this.engine.decisionHistory({ ...input, tokenId: principal.tokenId }));
   }
 
   @Requires('worker')

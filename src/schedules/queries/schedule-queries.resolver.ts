@@ -1,7 +1,9 @@
 import { MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import { Args, ArgsType, Field, Info, InputType, Int, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { readWithinAnswer } from '../../graphql/answer-budget.js';
 import { IsEnum, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
@@ -49,21 +51,25 @@ export class ScheduleQueriesResolver {
 
   @Requires('read')
   @Query(() => ScheduleType, { nullable: true, description: 'One schedule by id (null when the app has no such schedule).' })
-  async schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<ScheduleType | null> {
+  async schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<ScheduleType | null> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
-    const view = this.table.get(args.appId, args.environment, args.id);
-    return view ? toScheduleType(view, this.model) : null;
+    return readWithinAnswer(info, () => {
+      const view = this.table.get(args.appId, args.environment, args.id);
+      return view ? toScheduleType(view, this.model) : null;
+    });
   }
 
   @Requires('read')
   @Query(() => ScheduleConnection, { description: 'Schedules of an app and environment, oldest first, filtered and paginated.' })
-  async schedules(@CurrentPrincipal() principal: Principal, @Args() args: SchedulesArgs): Promise<ScheduleConnection> {
+  async schedules(@CurrentPrincipal() principal: Principal, @Args() args: SchedulesArgs, @Info() info: GraphQLResolveInfo): Promise<ScheduleConnection> {
     const { filter } = args;
     assertScope(principal, filter.appId, filter.environment);
     await this.fence.upToHead();
-    const page = this.table.page({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state }, args.first ?? 50, args.after);
-    return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
+    return readWithinAnswer(info, () => {
+      const page = this.table.page({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state }, args.first ?? 50, args.after);
+      return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
+    });
   }
 
   @ResolveField(() => [ScheduleFiring], {
@@ -85,11 +91,11 @@ export class ScheduleQueriesResolver {
   @Query(() => [HistoryEvent], {
     description: "Every event of a schedule's history, in order, as stored: creation, each occurrence fired, skipped or buffered, pauses, resumes, triggers, deletion.",
   })
-  async scheduleHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
+  async scheduleHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs, @Info() info: GraphQLResolveInfo): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     if (!isUuid(args.id) || !this.table.get(args.appId, args.environment, args.id)) throw new NotFoundError('schedule', args.id);
-    return readHistory(this.store, `schedule-${args.id}`, args);
+    return readHistory(this.store, `schedule-${args.id}`, args, info);
   }
 
   @ResolveField(() => Int, {

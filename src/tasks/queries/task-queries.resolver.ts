@@ -1,6 +1,8 @@
 import { MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
-import { Args, ArgsType, Field, InputType, Query, Resolver } from '@nestjs/graphql';
+import { Args, ArgsType, Field, Info, InputType, Query, Resolver } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { readWithinAnswer } from '../../graphql/answer-budget.js';
 import { IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, PageArgs } from '../../graphql/common.types.js';
@@ -46,19 +48,23 @@ export class TaskQueriesResolver {
 
   @Requires('read')
   @Query(() => TaskType, { nullable: true, description: 'One standalone task by id (null when the app has no such task).' })
-  async task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<TaskType | null> {
+  async task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<TaskType | null> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
-    const view = this.readModel.get(args.appId, args.environment, args.id);
-    return view ? toTaskType(view) : null;
+    return readWithinAnswer(info, () => {
+      const view = this.readModel.get(args.appId, args.environment, args.id);
+      return view ? toTaskType(view) : null;
+    });
   }
 
   @Requires('read')
   @Query(() => TaskConnection, { description: 'Standalone tasks of an app and environment, oldest first.' })
-  async tasks(@CurrentPrincipal() principal: Principal, @Args() args: TasksArgs): Promise<TaskConnection> {
+  async tasks(@CurrentPrincipal() principal: Principal, @Args() args: TasksArgs, @Info() info: GraphQLResolveInfo): Promise<TaskConnection> {
     assertScope(principal, args.filter.appId, args.filter.environment);
     await this.fence.upToHead();
-    const page = this.readModel.page({ ...args.filter, status: args.filter.state }, args.first ?? 50, args.after);
-    return { ...page, nodes: page.nodes.map(toTaskType) };
+    return readWithinAnswer(info, () => {
+      const page = this.readModel.page({ ...args.filter, status: args.filter.state }, args.first ?? 50, args.after);
+      return { ...page, nodes: page.nodes.map(toTaskType) };
+    });
   }
 }

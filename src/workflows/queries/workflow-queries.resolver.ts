@@ -1,12 +1,14 @@
 import { MAX_ID_LENGTH, MAX_NAME_LENGTH } from '../../shared/limits.js';
 import { Type } from 'class-transformer';
 import { Inject } from '@nestjs/common';
-import { Args, ArgsType, Field, ID, InputType, Int, ObjectType, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import { Args, ArgsType, Field, ID, Info, InputType, Int, ObjectType, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
 import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
+import { readWithinAnswer } from '../../graphql/answer-budget.js';
 import { HistoryEvent, historyLength, readHistory } from '../../graphql/history.js';
 import { NotFoundError, TooManyAwaitsError } from '../../shared/errors.js';
 import { PerTokenCounter } from '../../shared/per-token-counter.js';
@@ -143,11 +145,13 @@ export class WorkflowQueriesResolver {
 
   @Requires('read')
   @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
-  async workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs): Promise<WorkflowType | null> {
+  async workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowType | null> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
-    const view = this.readModel.get(args.appId, args.environment, args.id);
-    return view ? toWorkflowType(view) : null;
+    return readWithinAnswer(info, () => {
+      const view = this.readModel.get(args.appId, args.environment, args.id);
+      return view ? toWorkflowType(view) : null;
+    });
   }
 
   @Requires('read')
@@ -156,7 +160,7 @@ export class WorkflowQueriesResolver {
     description:
       'Waits (long poll) until the workflow is COMPLETED, FAILED or TERMINATED, or `waitMs` passes, then answers it as it is (null when the app has no such workflow). `client.dispatchWorkflow(...).result()` calls it in a loop.',
   })
-  async awaitWorkflow(@CurrentPrincipal() principal: Principal, @Args() args: AwaitWorkflowArgs): Promise<WorkflowType | null> {
+  async awaitWorkflow(@CurrentPrincipal() principal: Principal, @Args() args: AwaitWorkflowArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowType | null> {
     assertScope(principal, args.appId, args.environment);
     const deadline = Date.now() + (args.waitMs ?? 20_000);
     // A slot is taken only by a poll that waits: one answered at once (ended, unknown, waitMs 0) needs none.
@@ -168,7 +172,12 @@ export class WorkflowQueriesResolver {
           await this.fence.upToHead();
           const view = this.readModel.get(args.appId, args.environment, args.id);
           const remaining = deadline - Date.now();
-          if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) return view ? toWorkflowType(view) : null;
+          if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) {
+            return readWithinAnswer(info, () => {
+              const latest = this.readModel.get(args.appId, args.environment, args.id);
+              return latest ? toWorkflowType(latest) : null;
+            });
+          }
           if (!holding) holding = this.takeAwaitSlot(principal.tokenId);
           // Woken when this workflow ends (whichever instance recorded it), and looked at again every
           // AWAIT_RECHECK_MS all the same, at the latest when the wait ends.
@@ -201,12 +210,14 @@ export class WorkflowQueriesResolver {
 
   @Requires('read')
   @Query(() => WorkflowConnection, { description: 'Workflows of an app and environment, oldest first, filtered and paginated.' })
-  async workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs): Promise<WorkflowConnection> {
+  async workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowConnection> {
     const { filter } = args;
     assertScope(principal, filter.appId, filter.environment);
     await this.fence.upToHead();
-    const page = this.readModel.page({ ...filter, status: filter.state }, args.first ?? 50, args.after, args.newestFirst ?? false);
-    return { ...page, nodes: page.nodes.map(toWorkflowType) };
+    return readWithinAnswer(info, () => {
+      const page = this.readModel.page({ ...filter, status: filter.state }, args.first ?? 50, args.after, args.newestFirst ?? false);
+      return { ...page, nodes: page.nodes.map(toWorkflowType) };
+    });
   }
 
   @Requires('read')
@@ -239,11 +250,11 @@ export class WorkflowQueriesResolver {
   @Query(() => [HistoryEvent], {
     description: "A workflow's history, in order, as stored: at most `first` events from `fromRevision`; `Workflow.historyLength` counts them all.",
   })
-  async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs): Promise<HistoryEvent[]> {
+  async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs, @Info() info: GraphQLResolveInfo): Promise<HistoryEvent[]> {
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     if (!this.readModel.get(args.appId, args.environment, args.id)) throw new NotFoundError('workflow', args.id);
-    return readHistory(this.store, `workflow-${args.id}`, args);
+    return readHistory(this.store, `workflow-${args.id}`, args, info);
   }
 
   @ResolveField(() => Int, {
