@@ -207,3 +207,31 @@ describe('a malformed x-baton-min-position header (audit item 11)', () => {
     expectData(await post(service, JSON.stringify({ query: '{ viewer { role } }' }), service.token, { 'x-baton-min-position': position! }));
   });
 });
+
+describe('computed lists count in the complexity limit: nextFirings(count)', () => {
+  let service: Service;
+  beforeAll(async () => {
+    service = await services.get('main');
+  });
+
+  // Each firing is computed (a cron occurrence resolved in its time zone, tens of microseconds), and
+  // the rule used to see only `first`: nextFirings(count: 100) counted as one value. 10 aliases of
+  // this over 500 schedules (daily, America/New_York) kept one request on the CPU for 20 s and held
+  // a concurrent request 3.4 s; 60 aliases (within the old complexity) were two minutes.
+  const firings = (aliases: number, first: number, count: string) =>
+    `query${count === '$n' ? '($n: Int!)' : ''} { ${Array.from({ length: aliases }, (_, i) => `a${i}: schedules(first: ${first}, filter: { appId: "demo", environment: "dev" }) { nodes { nextFirings(count: ${count}) { at } } }`).join(' ')} }`;
+
+  it('500 schedules × 100 firings, once or in 10 aliases, is refused before it runs (GRAPHQL_VALIDATION_FAILED, limit complexity)', async () => {
+    expectRefused(await query(service, firings(10, 500, '100')), 'GRAPHQL_VALIDATION_FAILED', 'complexity');
+    expectRefused(await query(service, firings(1, 500, '100')), 'GRAPHQL_VALIDATION_FAILED', 'complexity');
+    expectRefused(await query(service, firings(1, 500, '$n'), { n: 1 }), 'GRAPHQL_VALIDATION_FAILED', 'complexity');
+    await expectStillAnswering(service);
+  });
+
+  it("the dashboard's list (50 schedules, five firings each) and one schedule's 100 firings still run", async () => {
+    const dashboard = '{ schedules(filter: { appId: "demo", environment: "dev" }) { nodes { id kind name tag cron timezone state nextFireAt lastFiredAt firedCount skippedCount triggeredCount nextFirings(count: 5) { at local } } } }';
+    expect(expectData(await query(service, dashboard)).schedules.nodes).toEqual(expect.any(Array));
+    const one = '{ schedules(first: 1, filter: { appId: "demo", environment: "dev" }) { nodes { nextFirings(count: 100) { at local } } } }';
+    expect(expectData(await query(service, one)).schedules.nodes).toEqual(expect.any(Array));
+  });
+});
