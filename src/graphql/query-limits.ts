@@ -34,6 +34,16 @@ export interface QueryLimits {
  */
 const PAGE = { list: { absent: 1_000, variable: 10_000 }, connection: { absent: 50, variable: 500 } };
 
+/**
+ * Lists whose length is a `count` argument and whose items are computed, not read: each of
+ * `Schedule.nextFirings` is a cron occurrence resolved in its time zone (tens of microseconds,
+ * against about one for a stored value), so each counts as `weight` values, with the largest
+ * count the field takes (`max`) when it is a variable. The rule used to see only `first`, and
+ * counted `nextFirings(count: 100)` as one value: 10 aliases over 500 schedules kept a request on
+ * the CPU for 20 s. Now a query computes at most MAX_QUERY_COMPLEXITY / 20 firings (5,000).
+ */
+const COMPUTED_LISTS: Readonly<Record<string, { weight: number; max: number }>> = { nextFirings: { weight: 20, max: 100 } };
+
 interface Measure {
   depth: number;
   cost: number;
@@ -189,10 +199,17 @@ export function queryLimitsRule(limits: QueryLimits) {
           const fieldName = selection.name.value;
           const def = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields()[fieldName] : undefined;
           let items = 1;
+          let weight = 1;
+          const computed = def && isListType(getNullableType(def.type)) && Object.hasOwn(COMPUTED_LISTS, fieldName) ? COMPUTED_LISTS[fieldName] : undefined;
           if (def?.args.some((a) => a.name === 'first')) {
             const page = isListType(getNullableType(def.type)) ? PAGE.list : PAGE.connection;
             const arg = selection.arguments?.find((a) => a.name.value === 'first');
             items = !arg ? page.absent : arg.value.kind === Kind.INT ? Math.max(0, Number(arg.value.value)) : page.variable;
+          } else if (computed) {
+            const arg = selection.arguments?.find((a) => a.name.value === 'count');
+            const fallback = def!.args.find((a) => a.name === 'count')?.defaultValue;
+            items = !arg ? (typeof fallback === 'number' ? fallback : computed.max) : arg.value.kind === Kind.INT ? Math.max(0, Number(arg.value.value)) : computed.max;
+            weight = computed.weight;
           }
           let innerComplexity = 0;
           if (selection.selectionSet) {
@@ -202,7 +219,7 @@ export function queryLimitsRule(limits: QueryLimits) {
             merge(m, inner);
             innerComplexity = inner.complexity;
           }
-          m.complexity += 1 + items * innerComplexity;
+          m.complexity += 1 + items * weight * innerComplexity;
         } else if (selection.kind === Kind.INLINE_FRAGMENT) {
           const type = typeOf(schema, selection.typeCondition?.name.value) ?? parent;
           const inner = measure(selection.selectionSet, type, depth, fragmentDepth + 1, nesting + 1);
