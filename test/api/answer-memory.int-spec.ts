@@ -69,6 +69,27 @@ describe('many aliases over big stored values (a 160 MB heap)', () => {
     await stillServes(s);
   }, 90_000);
 
+  it('decisionHistory (worker protocol) 40 times over a claimed decision of a 4 MB run → PAYLOAD_TOO_LARGE, and the service stays up', async () => {
+    const { service: s, name, workflowId } = await given();
+    service = s;
+    const worker = { appId: 'demo', environment: 'dev', workerId: 'hoarder' };
+    // The last workflow's decision (its input and 20 big events), claimed as any worker of the app may.
+    let item: { ref: string; decisionId: string } | undefined;
+    for (let tries = 0; !item && tries < WORKFLOWS + 5; tries++) {
+      const polled = expectData(
+        await post(s, JSON.stringify({ query: 'mutation($input: PollWorkInput!) { pollWork(input: $input) { ref decisionId workflowId } }', variables: { input: { ...worker, workflows: [name], tasks: [], maxItems: 10, waitMs: 0 } } })),
+      );
+      item = polled.pollWork.find((w: { workflowId: string }) => w.workflowId === workflowId);
+    }
+    expect(item).toBeDefined();
+    const input = JSON.stringify({ ...worker, ref: item!.ref, decisionId: item!.decisionId }).replace(/"(\w+)":/g, '$1:');
+    const response = await ask(s, aliases(`decisionHistory(input: ${input})`));
+    expect('failed' in response ? response.failed : 'answered').toBe('answered');
+    if ('failed' in response) return;
+    expect(expectError(response, 'PAYLOAD_TOO_LARGE').extensions?.limit).toBe('response');
+    await stillServes(s);
+  }, 90_000);
+
   it('workflowHistory { data } 40 times over 4 MB of events → PAYLOAD_TOO_LARGE, and the service stays up', async () => {
     const { service: s, workflowId } = await given();
     service = s;
