@@ -6,7 +6,7 @@
  * to abort the process (V8 "heap out of memory", every tenant's requests cut); with the default
  * 4 GB heap the same query over 500 workflows of 256 KiB inputs did it.
  */
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { type Service, startService } from '../support/service.js';
 import { Client, type Response, expectData, expectError, post, unique } from './api-helpers.js';
 
@@ -99,4 +99,29 @@ describe('many aliases over big stored values (a 160 MB heap)', () => {
     expect(expectError(response, 'PAYLOAD_TOO_LARGE').extensions?.limit).toBe('response');
     await stillServes(s);
   }, 90_000);
+});
+
+describe('pollWork aliases claiming the same tasks again as their leases lapse (a 160 MB heap, LEASE_MS=200)', () => {
+  let service: Service | undefined;
+
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it('40 aliases, each answering 20 tasks of 200 KB arguments → PAYLOAD_TOO_LARGE once the answer is full, and the service stays up', async () => {
+    service = await startService({ env: { NODE_OPTIONS: '--max-old-space-size=160', LEASE_MS: '200' } });
+    const s = service;
+    const api = new Client(s, 'demo', 'dev');
+    const name = unique('Fat');
+    for (let i = 0; i < 20; i++) await api.dispatchTask(name, BIG);
+    // The worker picks its retry policy: at once, a thousand times; each lapsed lease makes the task claimable again.
+    const retry = '{ maxAttempts: 1000, initialDelayMs: 0, backoffFactor: 1, maxDelayMs: 0 }';
+    const poll = `pollWork(input: { appId: "demo", environment: "dev", workerId: "hoarder", workflows: [], tasks: [{ name: "${name}", retry: ${retry} }], maxItems: 100, waitMs: 5000 }) { input }`;
+    const response = await ask(s, `mutation ${aliases(poll)}`);
+    expect('failed' in response ? response.failed : 'answered').toBe('answered');
+    if ('failed' in response) return;
+    expect(expectError(response, 'PAYLOAD_TOO_LARGE').extensions?.limit).toBe('response');
+    expect({ exitCode: s.process.exitCode, signal: s.process.signalCode }).toEqual({ exitCode: null, signal: null });
+    expect(expectData(await post(s, JSON.stringify({ query: '{ viewer { role } }' }))).viewer.role).toBe('admin');
+  }, 120_000);
 });
