@@ -57,9 +57,23 @@ export class AnswerBudget {
     })();
   }
 
+  /** Bytes the answer has left. */
+  get remaining(): number {
+    return this.exceeded ? 0 : Math.max(0, this.left);
+  }
+
   /** Throws when the answer has no room left. */
   ensureRoom(): void {
     if (this.exceeded) throw new AnswerTooLargeError(this.maxBytes);
+  }
+
+  /**
+   * Counts what the answer keeps of `value` without refusing it: for a result that must be
+   * answered (what a report recorded), whose size its own claims were already bounded by.
+   */
+  spend(value: unknown, info: GraphQLResolveInfo | undefined): void {
+    const selections = info ? info.fieldNodes.map((f) => f.selectionSet).filter((s): s is SelectionSetNode => s !== undefined) : undefined;
+    this.left -= answerSize(value, selections && selections.length > 0 ? selections : undefined, info?.fragments ?? {}, Math.max(0, this.left));
   }
 
   /** Counts what the answer keeps of `value` (all of it without `info`); throws when it does not fit. */

@@ -16,6 +16,7 @@ import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/disp
 import { Candidate, EngineState, type KindCaps } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
 import { parseJson, rejection, reportedCommands } from './worker-input-limits.js';
+import { currentAnswerBudget } from '../graphql/answer-budget.js';
 import {
   DecidedWork,
   DecisionHistoryInput,
@@ -192,7 +193,8 @@ export class EngineService {
 
   /** What one answer may spend on decision histories and task arguments: half the response limit (its other fields have the rest). */
   private answerBudget(): AnswerBudget {
-    const total = Math.floor(this.config.maxResponseBytes / 2);
+    // Within what the request's answer has left (answer-budget.ts): the aliases of one mutation share it.
+    const total = Math.min(Math.floor(this.config.maxResponseBytes / 2), currentAnswerBudget()?.remaining ?? Infinity);
     return { left: total, total };
   }
 

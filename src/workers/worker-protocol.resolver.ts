@@ -1,5 +1,6 @@
 import { Inject } from '@nestjs/common';
-import { Args, Context, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { Args, Context, Info, Mutation, Query, Resolver } from '@nestjs/graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { FastifyRequest } from 'fastify';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
@@ -9,7 +10,7 @@ import { PerTokenCounter } from '../shared/per-token-counter.js';
 import { CurrentPrincipal, assertScope } from '../tokens/principal.js';
 import type { Principal } from '../tokens/tokens.projection.js';
 import { EngineService } from './engine.service.js';
-import { readWithinAnswer } from '../graphql/answer-budget.js';
+import { currentAnswerBudget, readWithinAnswer } from '../graphql/answer-budget.js';
 import { Requires } from '../tokens/roles.js';
 import { checkHeartbeat, screenReport } from './worker-input-limits.js';
 import { DecisionHistoryInput, HeartbeatInput, HeartbeatResult, PollWorkInput, ReportWorkInput, ReportWorkResult, WorkItem } from './worker-protocol.types.js';
@@ -41,10 +42,15 @@ export class WorkerProtocolResolver {
     @CurrentPrincipal() principal: Principal,
     @Args('input', { description: 'Who polls, for which app and environment, and which workflows and tasks it serves.' }) input: PollWorkInput,
     @Context('req') req: FastifyRequest | undefined,
+    @Info() info?: GraphQLResolveInfo,
   ): Promise<WorkItem[]> {
     assertScope(principal, input.appId, input.environment);
     // An instance that is draining answers parked polls empty and claims nothing new.
     if (this.lifecycle.draining) return [];
+    // Aliases of pollWork share one answer (each claims within what is left of it): a mutation of
+    // 40 of them, claiming the same tasks again as their leases lapsed, held 40 answers' worth.
+    const answer = currentAnswerBudget();
+    answer?.ensureRoom();
     if (!this.polling.take(principal.tokenId)) throw new TooManyPollsError(this.polling.limit);
     // A worker that goes away mid-poll (shutdown, crash) must not have work claimed for it.
     const gone = new AbortController();
@@ -54,7 +60,9 @@ export class WorkerProtocolResolver {
     this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
     const ended = this.registry.polling(input, principal.tokenId);
     try {
-      return await this.engine.poll({ ...input, tokenId: principal.tokenId }, gone.signal);
+      const items = await this.engine.poll({ ...input, tokenId: principal.tokenId }, gone.signal);
+      answer?.charge(items, info);
+      return items;
     } finally {
       ended();
       socket?.off('close', onClose);
@@ -67,12 +75,21 @@ export class WorkerProtocolResolver {
   @Mutation(() => ReportWorkResult, {
     description: 'Reports the outcomes of claimed work items (decision commands or failures, task results or errors), several per request.',
   })
-  async reportWork(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput): Promise<ReportWorkResult> {
+  async reportWork(
+    @CurrentPrincipal() principal: Principal,
+    @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput,
+    @Info() info?: GraphQLResolveInfo,
+  ): Promise<ReportWorkResult> {
     assertScope(principal, input.appId, input.environment);
     this.registry.seen(input);
     const screened = screenReport(input, this.limits);
-    const result = await this.engine.report({ ...screened.input, tokenId: principal.tokenId });
-    return { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected], items: result.items, decided: result.decided };
+    // What the report recorded is always answered; its eager claims fit what the answer has left (none once it is full).
+    const answer = currentAnswerBudget();
+    const claim = answer && answer.remaining === 0 ? null : screened.input.claim;
+    const result = await this.engine.report({ ...screened.input, claim, tokenId: principal.tokenId });
+    const answered = { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected], items: result.items, decided: result.decided };
+    answer?.spend(answered, info);
+    return answered;
   }
 
   @Requires('worker')
