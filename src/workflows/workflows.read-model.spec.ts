@@ -360,3 +360,35 @@ describe('running and paused workflows by name (selectors)', () => {
     expect(plan.map((p) => p.detail).join(' ')).toContain('USING INDEX rm_workflows_active_base_name');
   });
 });
+
+describe('a page of workflows parses only what is read of it', () => {
+  // A read-only token listing ids over workflows with big inputs made the service parse every
+  // input (and JSON.stringify it again for the answer) whether or not the query asked for it:
+  // 10 aliases of `workflows(first: 200) { nodes { id } }` over inputs of 240 KB took 9 s.
+  it('listing ids parses no input, output or queries; reading one input gives its stored JSON', async () => {
+    const { jest } = await import('@jest/globals');
+    const { rm, model } = emptyModel();
+    const big = JSON.stringify(['x'.repeat(10_000)]);
+    const insert = rm.db.prepare(
+      `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, output, queries, created_at, updated_at)
+       VALUES (?, ?, 'a', 'e', 'W', 'W', 'completed', ?, ?, ?, ?, ?)`,
+    );
+    for (let i = 0; i < 100; i++) insert.run(`w${String(i).padStart(3, '0')}`, i + 1, big, big, JSON.stringify({ q: 'y'.repeat(10_000) }), 1_700_000_000_000 + i, 1_700_000_000_000 + i);
+    const { toWorkflowType } = await import('./workflow.types.js');
+    const parse = jest.spyOn(JSON, 'parse');
+    const stringify = jest.spyOn(JSON, 'stringify');
+    try {
+      const nodes = model.page({ appId: 'a', environment: 'e' }, 100).nodes.map(toWorkflowType);
+      expect(nodes.map((w) => w.id)).toHaveLength(100);
+      const large = (calls: unknown[][]) => calls.filter(([text]) => typeof text === 'string' && text.length > 1000).length;
+      expect(large(parse.mock.calls)).toBe(0);
+      expect(stringify.mock.calls.length).toBe(0);
+      expect(nodes[0].input).toBe(big);
+      expect(nodes[0].output).toBe(big);
+      expect(JSON.parse(nodes[0].queries!)).toEqual({ q: 'y'.repeat(10_000) });
+    } finally {
+      parse.mockRestore();
+      stringify.mockRestore();
+    }
+  });
+});
