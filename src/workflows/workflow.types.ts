@@ -2,7 +2,7 @@ import { Field, ID, InputType, Int, ObjectType, registerEnumType } from '@nestjs
 import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PRINTABLE, PRINTABLE_MESSAGE, Paginated } from '../graphql/common.types.js';
 import { MAX_ID_LENGTH } from '../shared/limits.js';
-import { WorkflowView } from './workflows.read-model.js';
+import { RAW, WorkflowView } from './workflows.read-model.js';
 
 export enum WorkflowState {
   RUNNING = 'running',
@@ -126,7 +126,13 @@ export class WorkflowType {
   updatedAt: Date;
 }
 
+/**
+ * The GraphQL shape of a view. Its JSON payloads are written when the answer reads them (the
+ * stored text itself when the view came from a row: the read model stores them as JSON.stringify
+ * wrote them), so fields a query does not select cost nothing.
+ */
 export function toWorkflowType(view: WorkflowView): WorkflowType {
+  const raw = view[RAW];
   return {
     id: view.id,
     appId: view.appId,
@@ -135,12 +141,22 @@ export function toWorkflowType(view: WorkflowView): WorkflowType {
     version: view.version,
     tag: view.tag,
     state: view.status as WorkflowState,
-    input: JSON.stringify(view.input),
-    output: view.output === undefined ? null : JSON.stringify(view.output),
-    error: view.error ? view.error.message : null,
+    get input() {
+      return raw ? raw.input : JSON.stringify(view.input);
+    },
+    get output() {
+      if (raw) return raw.output;
+      return view.output === undefined ? null : JSON.stringify(view.output);
+    },
+    get error() {
+      return view.error ? view.error.message : null;
+    },
     parentId: view.parentId,
     scheduleId: view.scheduleId,
-    queries: view.queries === null ? null : JSON.stringify(view.queries),
+    get queries() {
+      if (raw) return raw.queries;
+      return view.queries === null ? null : JSON.stringify(view.queries);
+    },
     createdAt: view.createdAt,
     updatedAt: view.updatedAt,
   };

@@ -23,7 +23,12 @@ interface ActivityRow {
   failed: number;
 }
 
+/** A view's payloads as stored (JSON text), for an answer that gives them as JSON anyway (`toWorkflowType`). */
+export const RAW = Symbol('raw');
+
 export interface WorkflowView {
+  /** The stored JSON of its payloads, when the view was read from a row. */
+  [RAW]?: { input: string; output: string | null; queries: string | null };
   id: string;
   appId: string;
   environment: string;
@@ -101,24 +106,44 @@ const COLUMNS = [
 const ACTIVE = `status IN ('running', 'paused')`;
 const FINAL = `('completed', 'failed', 'terminated')`;
 
-const toView = (r: Row): WorkflowView => ({
-  id: r.id,
-  appId: r.app_id,
-  environment: r.environment,
-  name: r.name,
-  version: r.version,
-  tag: r.tag,
-  status: r.status,
-  input: JSON.parse(r.input) as Json[],
-  output: fromJson<Json>(r.output),
-  error: r.error === null ? null : (JSON.parse(r.error) as TaskError),
-  parentId: r.parent_id,
-  parentSeq: r.parent_seq,
-  scheduleId: r.schedule_id,
-  queries: r.queries === null || r.queries === undefined ? null : (JSON.parse(r.queries) as Record<string, Json>),
-  createdAt: new Date(r.created_at),
-  updatedAt: new Date(r.updated_at),
-});
+/**
+ * A row as a view. Its payloads (input, output, error, queries) are parsed when first read: a
+ * page of workflows asked for its ids used to parse every one of them (and the answer stringified
+ * them again), so a read-only token listing ids over big inputs cost seconds of CPU per request.
+ */
+const toView = (r: Row): WorkflowView => {
+  let input: Json[] | undefined;
+  let output: { value: Json | undefined } | undefined;
+  let error: { value: TaskError | null } | undefined;
+  let queries: { value: Record<string, Json> | null } | undefined;
+  return {
+    id: r.id,
+    appId: r.app_id,
+    environment: r.environment,
+    name: r.name,
+    version: r.version,
+    tag: r.tag,
+    status: r.status,
+    get input() {
+      return (input ??= JSON.parse(r.input) as Json[]);
+    },
+    get output() {
+      return (output ??= { value: fromJson<Json>(r.output) }).value;
+    },
+    get error() {
+      return (error ??= { value: r.error === null ? null : (JSON.parse(r.error) as TaskError) }).value;
+    },
+    parentId: r.parent_id,
+    parentSeq: r.parent_seq,
+    scheduleId: r.schedule_id,
+    get queries() {
+      return (queries ??= { value: r.queries === null || r.queries === undefined ? null : (JSON.parse(r.queries) as Record<string, Json>) }).value;
+    },
+    createdAt: new Date(r.created_at),
+    updatedAt: new Date(r.updated_at),
+    [RAW]: { input: r.input, output: r.output, queries: r.queries ?? null },
+  } as WorkflowView;
+};
 
 /**
  * Every workflow of the log as a row of `rm_workflows` (payloads on disk, not in memory), with
