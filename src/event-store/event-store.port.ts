@@ -107,6 +107,11 @@ export interface EventStore {
   append(streamId: string, events: NewEvent[], expected?: ExpectedRevision): Promise<AppendResult>;
   /** Events of one stream; an unknown stream reads as empty. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /**
+   * How many events a stream holds (its last revision plus one, 0 for an unknown stream), without
+   * reading any event. Without it, a caller reads the last event.
+   */
+  streamLength?(streamId: string): Promise<number>;
   /** A page of the global log, in order. */
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /** Catch up from `after`, then go live. */

@@ -576,6 +576,12 @@ export class SqliteEventStore implements EventStore {
     return events;
   }
 
+  async streamLength(streamId: string): Promise<number> {
+    this.assertOpen();
+    const revision = this.stmt.head.get(streamId)?.revision ?? null;
+    return revision === null ? 0 : revision + 1;
+  }
+
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
     return this.stmt.all.all(options.after === undefined ? 0 : Number(options.after), options.maxCount ?? PAGE).map(toRecorded);
