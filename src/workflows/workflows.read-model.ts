@@ -1,4 +1,5 @@
 import { Inject } from '@nestjs/common';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Json } from '../event-store/event-store.port.js';
 import { DurableProjection, ReadModel, StoredEvent } from '../event-store/event-registry.js';
 import { type Candidate, type ListPlan, countByPlanned, countPlanned, pagePlanned, prepareIndexed } from '../event-store/list-query.js';
@@ -154,6 +155,7 @@ const toView = (r: Row): WorkflowView => {
 @ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowRetried', 'WorkflowsExpired', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsReadModel implements DurableProjection {
   private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
+  private finishedBeforeStmt: BetterSqlite3.Statement<[number, number], Row> | undefined;
   /**
    * The rows a batch touched, folded in memory and written once in `endBatch` (a workflow's
    * dozen events in one batch cost one row write, not one per event): `row` null when the
@@ -268,11 +270,6 @@ export class WorkflowsReadModel implements DurableProjection {
       ),
       inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_workflows WHERE ${ACTIVE}`),
       count: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_workflows'),
-      finishedBefore: db.prepare<[number, number], Row>(
-        `SELECT * FROM rm_workflows w WHERE status IN ${FINAL} AND updated_at < ?
-           AND NOT EXISTS (SELECT 1 FROM rm_workflows c WHERE c.parent_id = w.id AND c.status IN ('running', 'paused'))
-         ORDER BY updated_at LIMIT ?`,
-      ),
       forget: db.prepare<[string]>('DELETE FROM rm_workflows WHERE id = ?'),
       rows: new RowWriter<StoredRow>(db, 'rm_workflows', 'id', COLUMNS),
       activity: db.prepare<[Record<string, unknown>], ActivityRow>(
@@ -344,10 +341,22 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /**
    * Finished workflows last changed before `cutoff`, oldest first, up to `max`; never one with a
-   * child still running (the child's end must still reach its parent's history).
+   * child still running (the child's end must still reach its parent's history), nor the last
+   * workflow a schedule that is not deleted dispatched: its overlap policy (SKIP, BUFFER_ONE)
+   * reads that workflow's state at the next occurrence, and a workflow it cannot find counts as
+   * still running (its dispatch may not be in the log yet), so deleting it stopped the schedule
+   * for good. The next firing makes it an earlier run, which goes with the others.
    */
   finishedBefore(cutoff: Date, max: number): WorkflowView[] {
-    return this.stmt.finishedBefore.all(cutoff.getTime(), max).map(toView);
+    // Prepared on first use: it reads `rm_schedules`, which the schedules read model creates
+    // after this one (and which a database without schedules may not have yet at migrate time).
+    this.finishedBeforeStmt ??= this.rm.db.prepare<[number, number], Row>(
+      `SELECT * FROM rm_workflows w WHERE status IN ${FINAL} AND updated_at < ?
+         AND NOT EXISTS (SELECT 1 FROM rm_workflows c WHERE c.parent_id = w.id AND c.status IN ('running', 'paused'))
+         AND NOT EXISTS (SELECT 1 FROM rm_schedules s WHERE s.id = w.schedule_id AND s.status != 'deleted' AND json_extract(s.state, '$.lastDispatchId') = w.id)
+       ORDER BY updated_at LIMIT ?`,
+    );
+    return this.finishedBeforeStmt.all(cutoff.getTime(), max).map(toView);
   }
 
   /** Drops a workflow deleted by retention. */

@@ -4,6 +4,7 @@ import { Engine, unique } from '../engine/engine-helpers.js';
 import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
+import { Schedules } from '../schedules/schedule-helpers.js';
 
 const rowsOf = (storeUrl: string, workflowId: string): number => {
   const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
@@ -69,5 +70,35 @@ describe('retention (RETENTION_DAYS)', () => {
     expect(service.output()).not.toMatch(/deleting finished workflows/);
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/^baton_retention_workflows_deleted_total 0$/m);
+  });
+
+  it('keeps a SKIP schedule firing: the last workflow it dispatched is kept, the earlier ones deleted', async () => {
+    // 0.00001 days = 0.86 s, swept every 100 ms: each run, finished at once, is past the age well
+    // before the next occurrence, 2 s later. The overlap policy reads the last run's state; a
+    // deleted run read as unknown, which counts as still running, and SKIP skipped every
+    // occurrence from then on, for good.
+    const service = await startService({ env: { RETENTION_DAYS: '0.00001', RETENTION_SWEEP_MS: '100' } });
+    running.push(service);
+    const environment = unique('retained');
+    running.push(await startWorker({ url: service.url, token: service.token, environment }));
+    const api = new Schedules(service, environment);
+    const id = await api.scheduleWorkflow({ name: 'Noop', cron: '*/2 * * * * * *', overlapPolicy: 'SKIP' });
+    const history = await waitFor(
+      async () => {
+        const events = await api.history(id);
+        const fired = events.filter((e) => e.type === 'ScheduleFired').length;
+        return fired >= 3 || events.some((e) => e.type === 'ScheduleOccurrenceSkipped') ? events : null;
+      },
+      { timeoutMs: 15_000, intervalMs: 100, description: 'three firings or a skipped occurrence' },
+    );
+    await api.act('delete', id);
+    expect(history.filter((e) => e.type === 'ScheduleOccurrenceSkipped').map((e) => e.data)).toEqual([]);
+    // Retention still deletes the runs before the last one.
+    const [first] = history.filter((e) => e.type === 'ScheduleFired').map((e) => e.data.dispatchId as string);
+    await waitFor(async () => (await api.workflows({ scheduleId: id })).every((w) => w.id !== first), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      description: 'the first run to be deleted',
+    });
   });
 });
