@@ -78,7 +78,9 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
     const cutoff = new Date(this.clock.now() - this.config.retentionDays * 86_400_000);
     let total = 0;
     for (;;) {
-      const expired = this.workflows.finishedBefore(cutoff, BATCH);
+      // A derived id (an idempotency key's) must still be found by a retry within the key's window.
+      const derivedSince = new Date(this.clock.now() - this.config.idempotencyWindowMs);
+      const expired = this.workflows.finishedBefore(cutoff, BATCH, derivedSince);
       if (expired.length === 0 || this.lifecycle.draining) break;
       for (const view of expired) await this.store.deleteStream(`workflow-${view.id}`);
       const data: WorkflowsExpiredData = { workflowIds: expired.map((v) => v.id), cutoff: cutoff.toISOString() };

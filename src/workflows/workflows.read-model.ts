@@ -155,7 +155,7 @@ const toView = (r: Row): WorkflowView => {
 @ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowRetried', 'WorkflowsExpired', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsReadModel implements DurableProjection {
   private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
-  private finishedBeforeStmt: BetterSqlite3.Statement<[number, number], Row> | undefined;
+  private finishedBeforeStmt: BetterSqlite3.Statement<[number, number, number], Row> | undefined;
   /**
    * The rows a batch touched, folded in memory and written once in `endBatch` (a workflow's
    * dozen events in one batch cost one row write, not one per event): `row` null when the
@@ -341,22 +341,27 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /**
    * Finished workflows last changed before `cutoff`, oldest first, up to `max`; never one with a
-   * child still running (the child's end must still reach its parent's history), nor the last
-   * workflow a schedule that is not deleted dispatched: its overlap policy (SKIP, BUFFER_ONE)
-   * reads that workflow's state at the next occurrence, and a workflow it cannot find counts as
-   * still running (its dispatch may not be in the log yet), so deleting it stopped the schedule
-   * for good. The next firing makes it an earlier run, which goes with the others.
+   * child still running (the child's end must still reach its parent's history), nor:
+   * - the last workflow a schedule that is not deleted dispatched: its overlap policy (SKIP,
+   *   BUFFER_ONE) reads that workflow's state at the next occurrence, and a workflow it cannot
+   *   find counts as still running (its dispatch may not be in the log yet), so deleting it
+   *   stopped the schedule for good. The next firing makes it an earlier run, deleted as usual;
+   * - a workflow whose id was derived (UUID v8: from an idempotency key, or a parent's call)
+   *   and dispatched after `derivedSince`: a repeated dispatch into that id (a client's retry
+   *   with the key, a replayed effect) must find it, or it starts the workflow again under the
+   *   same id (or fails, while a stream cache still holds the deleted workflow).
    */
-  finishedBefore(cutoff: Date, max: number): WorkflowView[] {
+  finishedBefore(cutoff: Date, max: number, derivedSince: Date): WorkflowView[] {
     // Prepared on first use: it reads `rm_schedules`, which the schedules read model creates
     // after this one (and which a database without schedules may not have yet at migrate time).
-    this.finishedBeforeStmt ??= this.rm.db.prepare<[number, number], Row>(
+    this.finishedBeforeStmt ??= this.rm.db.prepare<[number, number, number], Row>(
       `SELECT * FROM rm_workflows w WHERE status IN ${FINAL} AND updated_at < ?
+         AND NOT (substr(w.id, 15, 1) = '8' AND w.created_at >= ?)
          AND NOT EXISTS (SELECT 1 FROM rm_workflows c WHERE c.parent_id = w.id AND c.status IN ('running', 'paused'))
          AND NOT EXISTS (SELECT 1 FROM rm_schedules s WHERE s.id = w.schedule_id AND s.status != 'deleted' AND json_extract(s.state, '$.lastDispatchId') = w.id)
        ORDER BY updated_at LIMIT ?`,
     );
-    return this.finishedBeforeStmt.all(cutoff.getTime(), max).map(toView);
+    return this.finishedBeforeStmt.all(cutoff.getTime(), derivedSince.getTime(), max).map(toView);
   }
 
   /** Drops a workflow deleted by retention. */

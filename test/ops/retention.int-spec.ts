@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { Engine, unique } from '../engine/engine-helpers.js';
 import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 import { Schedules } from '../schedules/schedule-helpers.js';
+import { expectData, gql } from '../api/api-helpers.js';
 
 const rowsOf = (storeUrl: string, workflowId: string): number => {
   const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
@@ -71,16 +72,26 @@ describe('retention (RETENTION_DAYS)', () => {
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/^baton_retention_workflows_deleted_total 0$/m);
   });
+});
+
+describe('retention (RETENTION_DAYS) and what still reads a finished workflow', () => {
+  // 0.00001 days = 0.86 s, swept every 100 ms.
+  let service: Service;
+  let worker: FixtureWorker;
+  const environment = unique('retained');
+  beforeAll(async () => {
+    service = await startService({ env: { RETENTION_DAYS: '0.00001', RETENTION_SWEEP_MS: '100' } });
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await service?.stop();
+  });
 
   it('keeps a SKIP schedule firing: the last workflow it dispatched is kept, the earlier ones deleted', async () => {
-    // 0.00001 days = 0.86 s, swept every 100 ms: each run, finished at once, is past the age well
-    // before the next occurrence, 2 s later. The overlap policy reads the last run's state; a
-    // deleted run read as unknown, which counts as still running, and SKIP skipped every
-    // occurrence from then on, for good.
-    const service = await startService({ env: { RETENTION_DAYS: '0.00001', RETENTION_SWEEP_MS: '100' } });
-    running.push(service);
-    const environment = unique('retained');
-    running.push(await startWorker({ url: service.url, token: service.token, environment }));
+    // Each run, finished at once, is past the age well before the next occurrence, 2 s later. The
+    // overlap policy reads the last run's state; a deleted run read as unknown, which counts as
+    // still running, and SKIP skipped every occurrence from then on, for good.
     const api = new Schedules(service, environment);
     const id = await api.scheduleWorkflow({ name: 'Noop', cron: '*/2 * * * * * *', overlapPolicy: 'SKIP' });
     const history = await waitFor(
@@ -100,5 +111,33 @@ describe('retention (RETENTION_DAYS)', () => {
       intervalMs: 100,
       description: 'the first run to be deleted',
     });
+  });
+
+  it('keeps a workflow dispatched with an idempotency key for the key\'s window: a retry answers it and runs nothing again', async () => {
+    // IDEMPOTENCY_WINDOW_MS is 24 h here. The key's id is derived from the key, and a retry
+    // dispatches into that id when its stream does not exist: once retention had deleted the
+    // finished workflow, a retry within the window started it again, under the same id.
+    const engine = new Engine(service, environment);
+    const key = unique('charge');
+    const dispatch = async () =>
+      expectData(
+        await gql(service, 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
+          input: { appId: 'demo', environment, name: 'Sequential', input: '["once"]', idempotencyKey: key },
+        }),
+      ).dispatchWorkflow.id as string;
+    const id = await dispatch();
+    await engine.waitForState(id);
+    const before = await engine.history(id);
+    // A workflow without a key, finished after it, deleted: the sweeps went past the keyed one's age.
+    const plain = await engine.dispatch('Noop');
+    await engine.waitForState(plain);
+    await waitFor(async () => (await engine.client.workflow('demo', environment, plain)) === null, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      description: 'the workflow without a key to be deleted',
+    });
+    expect(await dispatch()).toBe(id);
+    expect((await engine.workflow(id)).state).toBe('COMPLETED');
+    expect(await engine.history(id)).toEqual(before);
   });
 });
