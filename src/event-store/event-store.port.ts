@@ -127,6 +127,11 @@ export interface EventStore {
    */
   deleteStream?(streamId: string): Promise<number | undefined>;
   /**
+   * Drops what this process holds in memory of a stream another process deleted (retention), so
+   * that reads of it go to the store. `deleteStream` does it for the process that deletes.
+   */
+  forgetStream?(streamId: string): void;
+  /**
    * Every event of the streams whose id starts with `prefix` (a category, e.g. `apitoken-`), in
    * log order. The embedded store reads those streams' rows only (a range of its stream index);
    * without it, a caller pages through the whole log.

@@ -60,6 +60,30 @@ describe('dispatchOnce', () => {
     expect(result).toEqual({ id: winner, created: false });
   });
 
+  it('a dispatch refused as existing by a stale cache (the stream was deleted) forgets the cache and dispatches again', async () => {
+    const streams = new Map<string, FirstDispatch>();
+    const cached = new Set([idempotentId(scope, 0)]); // retention deleted it; this instance still caches it
+    const forgotten: string[] = [];
+    const result = await dispatchOnce({
+      scope,
+      name: 'Checkout',
+      now: 5,
+      windowMs: WINDOW,
+      read: async (id) => streams.get(id),
+      dispatch: async (id) => {
+        if (cached.has(id) || streams.has(id)) return false;
+        streams.set(id, { name: 'Checkout', dispatchedAt: 5 });
+        return true;
+      },
+      forget: (id) => {
+        forgotten.push(id);
+        cached.delete(id);
+      },
+    });
+    expect(result).toEqual({ id: idempotentId(scope, 0), created: true });
+    expect(forgotten).toEqual([idempotentId(scope, 0)]);
+  });
+
   it('a key reused for another name within the window is a conflict', async () => {
     const s = store();
     await s.run('Checkout', 0);

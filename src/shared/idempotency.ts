@@ -41,6 +41,8 @@ export interface DispatchOnce {
   read(id: string): Promise<FirstDispatch | undefined>;
   /** Dispatches under this id; true when it recorded a new dispatch, false when one existed. */
   dispatch(id: string): Promise<boolean>;
+  /** Drops what this process caches of the id's stream (one retention deleted is still cached until its `WorkflowsExpired` arrives). */
+  forget?(id: string): void;
 }
 
 /** Runs `dispatch` once per key and window; answers the id and whether this call started it. */
@@ -51,6 +53,12 @@ export async function dispatchOnce(d: DispatchOnce): Promise<{ id: string; creat
     if (!first) {
       if (await d.dispatch(id)) return { id, created: true };
       first = await d.read(id);
+      if (!first && d.forget) {
+        // Refused as existing, yet not in the store: a cached state of a stream retention deleted.
+        d.forget(id);
+        if (await d.dispatch(id)) return { id, created: true };
+        first = await d.read(id);
+      }
       if (!first) throw new Error(`dispatch ${id} neither recorded nor found`);
     }
     if (d.now - first.dispatchedAt < d.windowMs) {

@@ -141,3 +141,39 @@ describe('retention (RETENTION_DAYS) and what still reads a finished workflow', 
     expect(await engine.history(id)).toEqual(before);
   });
 });
+
+describe('retention past an idempotency key window (IDEMPOTENCY_WINDOW_MS=1000)', () => {
+  let service: Service;
+  let worker: FixtureWorker;
+  const environment = unique('rewindowed');
+  beforeAll(async () => {
+    service = await startService({ env: { RETENTION_DAYS: '0.00001', RETENTION_SWEEP_MS: '100', IDEMPOTENCY_WINDOW_MS: '1000' } });
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await service?.stop();
+  });
+
+  it('a retry with the key after its workflow was deleted starts a new one, as after any window', async () => {
+    // The deleted workflow's state stayed in the instance's stream cache: dispatching into its id
+    // decided nothing ("already exists"), the store had no such stream, and the retry answered
+    // INTERNAL_SERVER_ERROR.
+    const engine = new Engine(service, environment);
+    const key = unique('nightly');
+    const dispatch = () =>
+      gql(service, 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
+        input: { appId: 'demo', environment, name: 'Noop', input: '[]', idempotencyKey: key },
+      });
+    const first = expectData(await dispatch()).dispatchWorkflow.id as string;
+    await engine.waitForState(first);
+    await waitFor(async () => (await engine.client.workflow('demo', environment, first)) === null, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      description: 'the keyed workflow to be deleted once its window and age passed',
+    });
+    const again = expectData(await dispatch()).dispatchWorkflow.id as string;
+    await engine.waitForState(again);
+    expect(expectData(await dispatch()).dispatchWorkflow.id).toBe(again);
+  });
+});

@@ -653,6 +653,10 @@ export class SqliteEventStore implements EventStore {
     return this.stmt.deleteStream.run(streamId).changes;
   }
 
+  forgetStream(streamId: string): void {
+    this.tails.forget(streamId);
+  }
+
   async headPosition(): Promise<bigint | undefined> {
     this.assertOpen();
     const position = this.stmt.maxPosition.get()?.position ?? null;

@@ -98,6 +98,11 @@ export class WorkflowDispatcher {
     this.listener = listener;
   }
 
+  /** Drops this instance's cached state of a workflow's stream (one retention deleted). */
+  forget(workflowId: string): void {
+    this.runner.queues.forget(`workflow-${workflowId}`);
+  }
+
   async dispatch(context: CommandContext, dispatch: WorkflowDispatch): Promise<string> {
     return (await this.tryDispatch(context, dispatch)).id;
   }
@@ -152,6 +157,7 @@ export class DispatchWorkflowHandler implements ICommandHandler<DispatchWorkflow
       windowMs: this.config.idempotencyWindowMs,
       read: (workflowId) => firstDispatch(this.store, `workflow-${workflowId}`),
       dispatch: async (workflowId) => (await dispatch(workflowId)).created,
+      forget: (workflowId) => this.dispatcher.forget(workflowId),
     });
     return { id };
   }
