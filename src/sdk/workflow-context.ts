@@ -621,13 +621,18 @@ export class WorkflowReplay {
       },
       waitForEvent(name, options = {}) {
         const seq = self.seq++;
-        // A bad duration throws here, in the workflow's code, before any wait is registered (the
-        // call keeps its seq, as before: histories made by earlier versions replay the same).
-        const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
         const index = self.unclaimed.findIndex((e) => e.name === name);
         if (index >= 0) {
           const [event] = self.unclaimed.splice(index, 1);
           return Promise.resolve([name, ...event.data] as [string, ...unknown[]]);
+        }
+        // A bad duration rejects the call before any wait is registered (a wait left behind took
+        // the next event of that name). Same seq, same rejection as before: old histories replay the same.
+        let timeoutMs: number | undefined;
+        try {
+          timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
+        } catch (error) {
+          return Promise.reject(error);
         }
         return new Promise((resolve) => {
           const timed = timeoutMs !== undefined;
