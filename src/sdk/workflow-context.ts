@@ -634,11 +634,12 @@ export class WorkflowReplay {
         } catch (error) {
           return Promise.reject(error);
         }
+        const timeout = timeoutMs;
         return new Promise((resolve) => {
-          const timed = timeoutMs !== undefined;
+          const timed = timeout !== undefined;
           self.waiters.push({ seq, name, resolve, timed });
-          if (timed) {
-            self.command({ type: 'StartTimer', seq, fireAt: new Date(self.time + timeoutMs).toISOString() });
+          if (timeout !== undefined) {
+            self.command({ type: 'StartTimer', seq, fireAt: new Date(self.time + timeout).toISOString() });
             self.timers.set(seq, () => {
               self.waiters = self.waiters.filter((w) => w.seq !== seq);
               resolve(null);
