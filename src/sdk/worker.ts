@@ -23,6 +23,7 @@ import {
   replayableHistory,
 } from '../protocol/index.js';
 import { toError } from './thrown.js';
+import { after } from './timers.js';
 import { WorkflowReplay } from './workflow-context.js';
 
 /**
@@ -115,6 +116,9 @@ export interface WorkerOptions {
 }
 
 /** About how many bytes an outcome adds to a report's body: its JSON, its large strings escaped once more as GraphQL variables. */
+/** The longest duration the worker protocol carries (a GraphQL Int of milliseconds). */
+const MAX_PROTOCOL_MS = 2 ** 31 - 1;
+
 function reportBytes(report: DecisionReport | TaskReport): number {
   const r = report as {
     commands?: string;
@@ -214,7 +218,8 @@ export class Worker {
    * workflows are served under their definitions' names (a later definition of the same name
    * replaces an earlier one).
    * @param options - Service, token, app, environment, definitions and tuning; see {@link WorkerOptions}.
-   * @throws TypeError when `url` is not a valid URL, or `concurrency` or `decisionConcurrency` is not a whole number of at least 1.
+   * @throws TypeError when `url` is not a valid URL, `concurrency` or `decisionConcurrency` is not a whole number of at least 1,
+   *   or a task's timeout or retry delay is longer than the protocol carries (2^31 - 1 ms, about 24.8 days).
    */
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -226,6 +231,18 @@ export class Worker {
     for (const [option, value] of [['concurrency', this.limits.TASK], ['decisionConcurrency', this.limits.DECISION]] as const) {
       // A worker with no slot of a kind would never poll for it, and say nothing.
       if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${option} must be a whole number of at least 1, not ${String(value)}`);
+    }
+    // The service takes a task's timeout and retry delays as 32-bit integers of milliseconds: one
+    // past that made every poll of this worker fail, for good, with nothing pointing at the task.
+    for (const task of this.registration.tasks) {
+      const values: Array<[string, number | null | undefined]> = [
+        ['timeout', task.timeoutMs],
+        ['retry.initialDelay', task.retry?.initialDelayMs],
+        ['retry.maxDelay', task.retry?.maxDelayMs],
+      ];
+      for (const [option, ms] of values) {
+        if (ms != null && ms > MAX_PROTOCOL_MS) throw new TypeError(`task ${task.name}: ${option} must be at most ${MAX_PROTOCOL_MS} ms (about 24.8 days), not ${ms} ms`);
+      }
     }
     this.logger = options.logger ?? console;
   }
@@ -488,7 +505,7 @@ export class Worker {
     const report: TaskReport = { ref: item.ref, attemptId: item.attemptId! };
     this.running.set(item.ref, { attemptId: item.attemptId!, abort });
     const timeoutMs = definition?.options.timeout !== undefined ? toMs(definition.options.timeout) : undefined;
-    const timer = timeoutMs !== undefined ? setTimeout(() => abort.abort(new Error(`task ${item.name} timed out after ${timeoutMs} ms`)), timeoutMs) : undefined;
+    const cancelTimeout = timeoutMs !== undefined ? after(timeoutMs, () => abort.abort(new Error(`task ${item.name} timed out after ${timeoutMs} ms`))) : undefined;
     try {
       if (!definition) throw new NonRetryableError(`this worker has no task ${item.name}`);
       const aborted = new Promise<never>((_, reject) => {
@@ -520,7 +537,7 @@ export class Worker {
         ...(e instanceof RetryableError && e.retryAfterMs !== undefined ? { retryAfterMs: Math.round(e.retryAfterMs) } : {}),
       };
     } finally {
-      clearTimeout(timer);
+      cancelTimeout?.();
     }
     // The attempt stays in `running` (heartbeated) while the decision after it is made.
     if (report.result !== undefined) await this.decideAfter(item, report).catch((error: Error) => this.logger.warn(`[baton worker] next decision for ${item.workflowId} not made: ${error.message}`));

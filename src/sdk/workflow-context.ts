@@ -6,6 +6,7 @@ import { type Moment, isMoment, resolveMoment } from './moments.js';
 import { Duration, toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
 import { toError } from './thrown.js';
+import { after, delay } from './timers.js';
 
 export type { HistoryEvent, Selector } from '../protocol/decision-commands.js';
 
@@ -433,7 +434,7 @@ export class WorkflowReplay {
       } catch (thrown) {
         const e = toError(thrown);
         if (attempt < attempts && !(e instanceof NonRetryableError)) {
-          await new Promise((resolve) => setTimeout(resolve, stepRetryDelay(policy!, attempt, e)));
+          await delay(stepRetryDelay(policy!, attempt, e));
           continue;
         }
         const error: TaskErrorShape = { message: e.message, ...(e.name && e.name !== 'Error' ? { name: e.name } : {}) };
@@ -702,18 +703,18 @@ async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
   const abort = new AbortController();
   if (call.timeoutMs === undefined) return call.fn({ attempt, signal: abort.signal });
   const ms = call.timeoutMs;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancel: (() => void) | undefined;
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    cancel = after(ms, () => {
       const error = new Error(`step ${call.command.name} timed out after ${ms} ms`);
       abort.abort(error);
       reject(error);
-    }, ms);
+    });
   });
   try {
     return await Promise.race([(async () => call.fn({ attempt, signal: abort.signal }))(), timedOut]);
   } finally {
-    clearTimeout(timer);
+    cancel?.();
   }
 }
 

@@ -42,6 +42,21 @@ const rowsInline = defineWorkflow('RowsInline', async (ctx, n: number) => {
   }
 });
 
+/** Takes a moment (a few turns of the event loop), under a 30-day start-to-close timeout. */
+const longJob = defineTask('longJob', async () => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+  return 'done';
+}, { timeout: '30d' });
+const longStep = defineWorkflow('LongStep', async (ctx) => {
+  const step = await ctx
+    .step('long step', async () => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+      return 'done';
+    }, { timeout: '30d' })
+    .catch((e: Error) => `step failed: ${e.message}`);
+  return { step };
+});
+
 let service: Service;
 let client: Client;
 let worker: Worker;
@@ -50,7 +65,7 @@ let running: Promise<void>;
 beforeAll(async () => {
   service = await startService({ env: { LEASE_MS: '60000' } });
   client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [listRows], workflows: [rows, rowsInline], logger: quiet });
+  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [listRows], workflows: [rows, rowsInline, longStep], logger: quiet });
   running = worker.run();
 });
 
@@ -89,5 +104,19 @@ describe('a step result the service refuses to record', () => {
     const output = JSON.parse(done!.output!);
     expect(output).toMatchObject({ caught: 'TaskFailedError', message: expect.stringMatching(/result.*10000/) });
     expect(stepRuns).toBe(1);
+  });
+});
+
+describe('a timeout longer than a Node timer can wait (about 24.8 days)', () => {
+  it('does not stop a step at once', async () => {
+    const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'LongStep', input: [] });
+    const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 });
+    expect(JSON.parse(done!.output!)).toEqual({ step: 'done' });
+  });
+
+  it('is refused for a task when the worker is made, naming the task (the protocol carries at most 2^31 - 1 ms; past it every poll failed)', () => {
+    expect(() => new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [longJob], logger: quiet })).toThrow(
+      /task longJob: timeout must be at most 2147483647 ms/,
+    );
   });
 });
