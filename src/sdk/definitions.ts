@@ -5,7 +5,7 @@ import type { WorkflowContext } from './workflow-context.js';
 /** How a task is retried. */
 export interface RetryPolicy {
   /**
-   * Total attempts, the first included.
+   * Total attempts, the first included: a whole number from 1 to 1000.
    * @default 3
    */
   maxAttempts?: number;
@@ -15,7 +15,7 @@ export interface RetryPolicy {
    */
   initialDelay?: Duration;
   /**
-   * Each further delay is the previous one times this factor.
+   * Each further delay is the previous one times this factor (1 to 100).
    * @default 2
    */
   backoffFactor?: number;

@@ -243,6 +243,11 @@ export class Worker {
       for (const [option, ms] of values) {
         if (ms != null && ms > MAX_PROTOCOL_MS) throw new TypeError(`task ${task.name}: ${option} must be at most ${MAX_PROTOCOL_MS} ms (about 24.8 days), not ${ms} ms`);
       }
+      // As the service checks them (RetryPolicyInput): `maxAttempts: Infinity` was sent as null.
+      const attempts = task.retry?.maxAttempts;
+      if (attempts != null && !(Number.isInteger(attempts) && attempts >= 1 && attempts <= 1000)) throw new TypeError(`task ${task.name}: retry.maxAttempts must be a whole number from 1 to 1000, not ${attempts}`);
+      const factor = task.retry?.backoffFactor;
+      if (factor != null && !(factor >= 1 && factor <= 100)) throw new TypeError(`task ${task.name}: retry.backoffFactor must be from 1 to 100, not ${factor}`);
     }
     this.logger = options.logger ?? console;
   }

@@ -118,5 +118,9 @@ describe('a timeout longer than a Node timer can wait (about 24.8 days)', () => 
     expect(() => new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [longJob], logger: quiet })).toThrow(
       /task longJob: timeout must be at most 2147483647 ms/,
     );
+    const forever = defineTask('forever', () => null, { retry: { maxAttempts: Infinity } });
+    expect(() => new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [forever], logger: quiet })).toThrow(
+      /task forever: retry.maxAttempts must be a whole number from 1 to 1000/,
+    );
   });
 });
