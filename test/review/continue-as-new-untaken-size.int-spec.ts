@@ -1,0 +1,61 @@
+/**
+ * Review of the integrate branch (ff15a9c): `ctx.continueAsNew` now lists every event the run
+ * received and never took in the ContinueAsNew command (`events`). That list has no bound: a run
+ * that received events it never waits for (each well within MAX_PAYLOAD_BYTES) makes a
+ * ContinueAsNew over MAX_DECISION_BYTES, which the service refuses; the SDK records the decision
+ * as failed (DECISION_REJECTED) and the same decision is made again and again, with backoff: the
+ * workflow can never continue as new. Before the change it continued (the untaken events were
+ * dropped). A real service (default limits) and an in-process SDK worker.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client, Worker, defineWorkflow } from '../../src/sdk/index.js';
+import { type Service, startService } from '../support/service.js';
+
+const APP = 'demo';
+const ENV = 'review-can-size';
+const quiet = { info() {}, warn() {}, error() {} };
+
+/** Round 0 waits for `go` only (the `noise` events sent before it are never taken), then continues as new. */
+const untaken = defineWorkflow('UntakenNoise', async (ctx, round: number) => {
+  if (round === 0) {
+    await ctx.waitForEvent('go');
+    return ctx.continueAsNew(1);
+  }
+  return `round ${round}`;
+});
+
+let service: Service;
+let client: Client;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  service = await startService();
+  client = new Client({ url: service.url, token: service.token });
+  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, workflows: [untaken], logger: quiet });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  await worker?.shutdown();
+  await running;
+  await service?.stop();
+});
+
+describe('a run that received events it never took', () => {
+  it('still continues as new when those events together exceed MAX_DECISION_BYTES (5 events of 200 KB, each under MAX_PAYLOAD_BYTES and MAX_JSON_STRING_LENGTH)', async () => {
+    const id = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'UntakenNoise', input: [0] });
+    for (let i = 0; i < 5; i++) {
+      const r = await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'noise', data: [String(i).padEnd(100_000, 'x'), String(i).padEnd(100_000, 'y')] });
+      expect(r).toMatchObject({ changed: 1 });
+    }
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'go', data: [] });
+    const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 20_000 });
+    const types = (await client.workflowHistory(APP, ENV, id)).map((e) => e.type);
+    expect({ state: done?.state, output: done?.output, decisionsFailed: types.filter((t) => t === 'DecisionFailed').length }).toEqual({
+      state: 'COMPLETED',
+      output: '"round 1"',
+      decisionsFailed: 0,
+    });
+  });
+});
