@@ -44,3 +44,21 @@ describe('the append of a decision that continues as new', () => {
     expect(appendBytes(appended)).toBeLessThan(ESDB_MAX_APPEND);
   });
 });
+
+describe('an untaken event carried into the new run', () => {
+  it('keeps its causeId, so a repeated delivery of the same cause (the effects reactor re-doing a send after a crash) is still recognised', () => {
+    // Run 1 received `ping` from another workflow's send (causeId c-1); its code saw it and never
+    // took it, so the SDK lists it in ContinueAsNew.events (name and data only).
+    const ping: WorkflowEvent = { type: 'WorkflowEventReceived', data: { name: 'ping', data: [1], causeId: 'c-1' } };
+    const d2: WorkflowEvent = { type: 'DecisionStarted', data: { decisionId: 'd2', workerId: 'w1', version: 'Loop', startedAt: at(5), leaseExpiresAt: at(60_000) } };
+    const before = [dispatched, started, { type: 'DecisionCompleted', data: { decisionId: 'd1', commands: [] } } as WorkflowEvent, ping, d2];
+    const appended = workflowDecider.decide(
+      { type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 0, args: [1], at: at(10), events: [{ name: 'ping', data: [1] }] }], ids: {} },
+      fold(before),
+    );
+    const afterCarry = fold([...before, ...appended.map((e, i) => ({ ...e, revision: BigInt(before.length + i) }))]);
+    // The same send delivered again: already in this workflow (carried), so nothing is recorded.
+    const again = workflowDecider.decide({ type: 'DeliverEvent', name: 'ping', data: [1], causeId: 'c-1' }, afterCarry);
+    expect(again).toEqual([]);
+  });
+});
