@@ -59,4 +59,43 @@ describe('a retention sweep over finished workflows kept for their derived ids',
     // Linear: each of the 25,000 rows looked at about once (twice allowed).
     expect(visited).toBeLessThanOrEqual(2 * rows);
   });
+
+  it('visits each row about once with default settings too, when live (e.g. paused) schedules keep their last runs (5,000 kept, 5,000 to delete)', () => {
+    const rm = new ReadModelDb(':memory:');
+    const model = new WorkflowsReadModel(rm);
+    model.migrate();
+    rm.db.exec(`CREATE TABLE IF NOT EXISTS rm_schedules (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, revision INTEGER NOT NULL, state TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, status TEXT NOT NULL DEFAULT '')`);
+    const insert = rm.db.prepare(
+      `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, status, input, schedule_id, created_at, updated_at)
+       VALUES (?, ?, 'a', 'e', 'W', 'W', 'completed', '[]', ?, ?, ?)`,
+    );
+    const schedule = rm.db.prepare(`INSERT INTO rm_schedules (id, seq, revision, state, created_at, updated_at, status) VALUES (?, ?, 0, ?, 0, 0, 'paused')`);
+    const kept = 5_000;
+    const rows = 10_000;
+    rm.db.transaction(() => {
+      // RETENTION_DAYS=30: the paused schedules' last runs are 60 days old, the plain ones 40 days.
+      for (let i = 0; i < kept; i++) {
+        const id = uuid('7', i);
+        schedule.run(`s-${i}`, i, JSON.stringify({ status: 'paused', lastDispatchId: id }));
+        insert.run(id, i, `s-${i}`, NOW - 60 * 24 * HOUR + i, NOW - 60 * 24 * HOUR + i);
+      }
+      for (let i = kept; i < rows; i++) insert.run(uuid('7', i), i, null, NOW - 40 * 24 * HOUR + i, NOW - 40 * 24 * HOUR + i);
+    })();
+    let visited = 0;
+    rm.db.function('substr', { deterministic: true }, (s: unknown, start: unknown, length: unknown) => {
+      visited++;
+      return String(s).substr(Number(start) - 1, Number(length));
+    });
+    const cutoff = new Date(NOW - 30 * 24 * HOUR);
+    const derivedSince = new Date(NOW - 24 * HOUR);
+    let deleted = 0;
+    for (;;) {
+      const expired = model.finishedBefore(cutoff, 500, derivedSince);
+      for (const view of expired) rm.db.prepare('DELETE FROM rm_workflows WHERE id = ?').run(view.id);
+      deleted += expired.length;
+      if (expired.length < 500) break;
+    }
+    expect(deleted).toBe(rows - kept);
+    expect(visited).toBeLessThanOrEqual(2 * rows);
+  });
 });
