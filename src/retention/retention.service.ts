@@ -9,7 +9,7 @@ import { LifecycleService } from '../health/lifecycle.service.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { uuidv7 } from '../shared/ids.js';
-import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
+import { type WorkflowView, WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
 export const RETENTION_JOB = 'retention.sweep';
 /** Recorded after a sweep so every instance drops the deleted workflows from its read models. */
@@ -77,11 +77,14 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
     if (!this.store.deleteStream || this.config.retentionDays <= 0 || !this.projections.isLive || this.lifecycle.draining) return 0;
     const cutoff = new Date(this.clock.now() - this.config.retentionDays * 86_400_000);
     let total = 0;
+    let after: WorkflowView | undefined;
     for (;;) {
       // A derived id (an idempotency key's) must still be found by a retry within the key's window.
       const derivedSince = new Date(this.clock.now() - this.config.idempotencyWindowMs);
-      const expired = this.workflows.finishedBefore(cutoff, BATCH, derivedSince);
+      // From the last row of the batch before: the rows kept are looked at once a sweep.
+      const expired = this.workflows.finishedBefore(cutoff, BATCH, derivedSince, after);
       if (expired.length === 0 || this.lifecycle.draining) break;
+      after = expired[expired.length - 1];
       for (const view of expired) await this.store.deleteStream(`workflow-${view.id}`);
       const data: WorkflowsExpiredData = { workflowIds: expired.map((v) => v.id), cutoff: cutoff.toISOString() };
       const { position } = await this.store.append(`retention-${uuidv7()}`, [

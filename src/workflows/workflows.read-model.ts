@@ -155,7 +155,7 @@ const toView = (r: Row): WorkflowView => {
 @ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowRetried', 'WorkflowsExpired', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsReadModel implements DurableProjection {
   private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
-  private finishedBeforeStmt: BetterSqlite3.Statement<[number, number, number], Row> | undefined;
+  private finishedBeforeStmt: BetterSqlite3.Statement<[number, number, number, string, number, number], Row> | undefined;
   /**
    * The rows a batch touched, folded in memory and written once in `endBatch` (a workflow's
    * dozen events in one batch cost one row write, not one per event): `row` null when the
@@ -351,17 +351,22 @@ export class WorkflowsReadModel implements DurableProjection {
    *   with the key, a replayed effect) must find it, or it starts the workflow again under the
    *   same id (or fails, while a stream cache still holds the deleted workflow).
    */
-  finishedBefore(cutoff: Date, max: number, derivedSince: Date): WorkflowView[] {
+  finishedBefore(cutoff: Date, max: number, derivedSince: Date, after?: Pick<WorkflowView, 'id' | 'updatedAt'>): WorkflowView[] {
     // Prepared on first use: it reads `rm_schedules`, which the schedules read model creates
     // after this one (and which a database without schedules may not have yet at migrate time).
-    this.finishedBeforeStmt ??= this.rm.db.prepare<[number, number, number], Row>(
+    // `after` (the last row of the batch before) keeps a sweep going forwards: the rows it keeps
+    // stay in the index, and a sweep that started from the oldest row each batch walked them all
+    // again, once per batch.
+    this.finishedBeforeStmt ??= this.rm.db.prepare<[number, number, number, string, number, number], Row>(
       `SELECT * FROM rm_workflows w WHERE status IN ${FINAL} AND updated_at < ?
+         AND updated_at >= ? AND (updated_at > ? OR id > ?)
          AND NOT (substr(w.id, 15, 1) = '8' AND w.created_at >= ?)
          AND NOT EXISTS (SELECT 1 FROM rm_workflows c WHERE c.parent_id = w.id AND c.status IN ('running', 'paused'))
          AND NOT EXISTS (SELECT 1 FROM rm_schedules s WHERE s.id = w.schedule_id AND s.status != 'deleted' AND json_extract(s.state, '$.lastDispatchId') = w.id)
-       ORDER BY updated_at LIMIT ?`,
+       ORDER BY updated_at, id LIMIT ?`,
     );
-    return this.finishedBeforeStmt.all(cutoff.getTime(), derivedSince.getTime(), max).map(toView);
+    const from = after ? after.updatedAt.getTime() : -1;
+    return this.finishedBeforeStmt.all(cutoff.getTime(), from, from, after?.id ?? '', derivedSince.getTime(), max).map(toView);
   }
 
   /** Drops a workflow deleted by retention. */

@@ -1,17 +1,17 @@
 /**
- * Review of the integrate branch (dc5443b): `WorkflowsReadModel.finishedBefore` now skips a
+ * `WorkflowsReadModel.finishedBefore` skips a
  * workflow with a derived id (UUID v8: every child workflow, every keyed dispatch) dispatched
  * within IDEMPOTENCY_WINDOW_MS. Whenever the window is longer than RETENTION_DAYS (decimals are
  * allowed; the window may be up to 30 days), those rows are finished, older than the cutoff and
  * kept: they sit in the `rm_workflows_finished (updated_at)` index among the rows to delete, and
- * every batch of a sweep (`LIMIT 500`, restarting from the oldest row) walks all of them again. A
- * sweep costs (rows kept) × (rows deleted / 500) row visits, not rows kept + rows deleted;
- * better-sqlite3 runs it on the event loop. The test counts the rows the query looks at by
- * counting `substr` calls (the v8 test evaluates it once per row visited).
+ * a sweep that restarted each batch (`LIMIT 500`) from the oldest row walked all of them again:
+ * (rows kept) × (rows deleted / 500) row visits, on the event loop. Each batch now starts after
+ * the last row of the one before (as RetentionService.sweepOnce does). The test counts the rows the
+ * query looks at by counting `substr` calls (the v8 test evaluates it once per row visited).
  */
 import { describe, expect, it } from '@jest/globals';
 import { ReadModelDb } from '../event-store/read-model-db.js';
-import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
+import { type WorkflowView, WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
 const HOUR = 3_600_000;
 const NOW = Date.parse('2030-01-02T00:00:00.000Z');
@@ -49,10 +49,12 @@ describe('a retention sweep over finished workflows kept for their derived ids',
     const cutoff = new Date(NOW - 0.5 * 24 * HOUR);
     const derivedSince = new Date(NOW - 24 * HOUR);
     let deleted = 0;
+    let after: WorkflowView | undefined;
     for (;;) {
-      const expired = model.finishedBefore(cutoff, 500, derivedSince);
+      const expired = model.finishedBefore(cutoff, 500, derivedSince, after);
       for (const view of expired) rm.db.prepare('DELETE FROM rm_workflows WHERE id = ?').run(view.id);
       deleted += expired.length;
+      after = expired.at(-1);
       if (expired.length < 500) break;
     }
     expect(deleted).toBe(5_000);
@@ -89,10 +91,12 @@ describe('a retention sweep over finished workflows kept for their derived ids',
     const cutoff = new Date(NOW - 30 * 24 * HOUR);
     const derivedSince = new Date(NOW - 24 * HOUR);
     let deleted = 0;
+    let after: WorkflowView | undefined;
     for (;;) {
-      const expired = model.finishedBefore(cutoff, 500, derivedSince);
+      const expired = model.finishedBefore(cutoff, 500, derivedSince, after);
       for (const view of expired) rm.db.prepare('DELETE FROM rm_workflows WHERE id = ?').run(view.id);
       deleted += expired.length;
+      after = expired.at(-1);
       if (expired.length < 500) break;
     }
     expect(deleted).toBe(rows - kept);
