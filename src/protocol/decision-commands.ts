@@ -65,9 +65,11 @@ export type DecisionCommand =
   /**
    * Ends this run and starts a fresh one under the same id with `args` (`at` is the decision's
    * time). `events`: events this run received and its code never took (no `waitForEvent` or
-   * `onEvent` asked for them), recorded again at the start of the new run, in order.
+   * `onEvent` asked for them), recorded again at the start of the new run, in order, each with
+   * the `causeId` it was received with (a repeated delivery of the same cause is still known).
+   * The recorded `DecisionCompleted` leaves them out (they are stored once, in the new run).
    */
-  | { type: 'ContinueAsNew'; seq: number; args: Json[]; at: string; events?: Array<{ name: string; data: Json[] }> };
+  | { type: 'ContinueAsNew'; seq: number; args: Json[]; at: string; events?: Array<{ name: string; data: Json[]; causeId?: string }> };
 
 export const DECISION_COMMAND_TYPES = [
   'ScheduleTask',

@@ -202,7 +202,7 @@ export class WorkflowReplay {
   /** Handlers still running (async `onEvent` handlers): the workflow completes after them. */
   private readonly handling = new Set<Promise<unknown>>();
   private readonly queries = new Map<string, () => unknown>();
-  private unclaimed: Array<{ name: string; data: unknown[] }> = [];
+  private unclaimed: Array<{ name: string; data: unknown[]; causeId?: string }> = [];
   /** Step outcomes in the history not handed back yet, by seq, with the decision that ran each. */
   private readonly recordedSteps = new Map<number, { outcome: StepOutcome; decision: number }>();
   /** The revision of the `DecisionStarted` being replayed (or run live). */
@@ -458,7 +458,7 @@ export class WorkflowReplay {
         return fire?.();
       }
       case 'WorkflowEventReceived':
-        return this.deliver(event.data.name, event.data.data ?? []);
+        return this.deliver(event.data.name, event.data.data ?? [], event.data.causeId);
     }
   }
 
@@ -514,7 +514,7 @@ export class WorkflowReplay {
     how(pending);
   }
 
-  private deliver(name: string, data: unknown[]): void {
+  private deliver(name: string, data: unknown[], causeId?: string): void {
     const handlers = this.handlers.get(name) ?? [];
     for (const handler of handlers) this.runHandler(() => handler(...data));
     const index = this.waiters.findIndex((w) => w.name === name);
@@ -528,7 +528,7 @@ export class WorkflowReplay {
     } else if (handlers.length === 0) {
       const any = this.handlers.get('*') ?? [];
       if (any.length > 0) for (const handler of any) this.runHandler(() => handler(name, ...data));
-      else this.unclaimed.push({ name, data });
+      else this.unclaimed.push(causeId === undefined ? { name, data } : { name, data, causeId });
     }
   }
 
@@ -686,8 +686,10 @@ export class WorkflowReplay {
         return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
       },
       continueAsNew(...args) {
-        // Events received and not taken go to the new run (as its `waitForEvent` / `onEvent` would take them here).
-        const events = self.unclaimed.map((e) => ({ name: e.name, data: e.data as Json[] }));
+        // Events received and not taken go to the new run (as its `waitForEvent` / `onEvent` would
+        // take them here), the most recent within a bound (carriedEvents).
+        const { events, dropped } = carriedEvents(self.unclaimed);
+        if (dropped > 0) log('warn')(`continueAsNew: ${dropped} of ${self.unclaimed.length} events received and never taken are not carried into the new run (the oldest; at most ${MAX_CARRIED_EVENTS} events and ${MAX_CARRIED_EVENT_BYTES} bytes are)`);
         self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString(), ...(events.length > 0 ? { events } : {}) });
         return new Promise<never>(() => {});
       },
@@ -722,6 +724,30 @@ async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
 function stepRetryDelay(policy: RetryPolicyMs, attempt: number, error: Error): number {
   if (error instanceof RetryableError && error.retryAfterMs !== undefined) return Math.max(0, error.retryAfterMs);
   return backoffDelay(policy, attempt);
+}
+
+/** Most events received and never taken that a continue-as-new carries into the new run. */
+export const MAX_CARRIED_EVENTS = 1000;
+/** Most bytes of JSON those events may take (a quarter of the service's default MAX_DECISION_BYTES). */
+export const MAX_CARRIED_EVENT_BYTES = 245_760;
+
+/**
+ * The untaken events a continue-as-new carries: the most recent ones, in order, within
+ * MAX_CARRIED_EVENTS and MAX_CARRIED_EVENT_BYTES. Carried from run to run, events a workflow
+ * never takes would otherwise pile up until its continue-as-new no longer fits in a decision
+ * (refused for ever); the oldest are dropped first.
+ */
+function carriedEvents(unclaimed: ReadonlyArray<{ name: string; data: unknown[]; causeId?: string }>): { events: Array<{ name: string; data: Json[]; causeId?: string }>; dropped: number } {
+  const events: Array<{ name: string; data: Json[]; causeId?: string }> = [];
+  let bytes = 0;
+  for (let i = unclaimed.length - 1; i >= 0 && events.length < MAX_CARRIED_EVENTS; i--) {
+    const e = unclaimed[i];
+    const event = e.causeId === undefined ? { name: e.name, data: e.data as Json[] } : { name: e.name, data: e.data as Json[], causeId: e.causeId };
+    bytes += Buffer.byteLength(JSON.stringify(event), 'utf8');
+    if (bytes > MAX_CARRIED_EVENT_BYTES) break;
+    events.push(event);
+  }
+  return { events: events.reverse(), dropped: unclaimed.length - events.length };
 }
 
 /**

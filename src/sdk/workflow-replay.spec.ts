@@ -5,7 +5,7 @@ import { WorkflowCommand, WorkflowEvent, workflowDecider } from '../workflows/do
 import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDefinition, defineTask, defineWorkflow } from './definitions.js';
 import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
-import { HistoryEvent, StepAttempt, WorkflowReplay, tagged } from './workflow-context.js';
+import { HistoryEvent, MAX_CARRIED_EVENT_BYTES, StepAttempt, WorkflowReplay, tagged } from './workflow-context.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();
@@ -231,6 +231,34 @@ describe('WorkflowReplay', () => {
       expect(await sim.decide()).toEqual([]);
       sim.completeTask(0, 'hello x');
       expect(await sim.decide()).toEqual([{ type: 'CompleteWorkflow', result: ['go', 42] }]);
+    });
+
+    it('continueAsNew carries the events never taken, with their causes, the most recent within a bound', async () => {
+      const loop = defineWorkflow('Loop', async (ctx) => {
+        await ctx.waitForEvent('go');
+        return ctx.continueAsNew(1);
+      });
+      const sim = new Simulation(loop);
+      await sim.decide();
+      sim.apply({ type: 'DeliverEvent', name: 'noise', data: [1], causeId: 'cause-1' });
+      sim.send('noise', 2);
+      sim.send('go');
+      const [command] = await sim.decide();
+      expect(command).toEqual({ type: 'ContinueAsNew', seq: 1, args: [1], at: at(0), events: [{ name: 'noise', data: [1], causeId: 'cause-1' }, { name: 'noise', data: [2] }] });
+      // 300 untaken events of 1 KB: only the most recent that fit MAX_CARRIED_EVENT_BYTES go.
+      const many = new Simulation(loop);
+      await many.decide();
+      for (let i = 0; i < 300; i++) many.send('noise', String(i).padEnd(1000, '.'));
+      many.send('go');
+      const warn = jest.spyOn(console, 'warn').mockImplementation(() => {});
+      const [big] = (await many.decide()) as Array<{ events: Array<{ data: string[] }> }>;
+      const warned = warn.mock.calls.map((args) => args.join(' '));
+      warn.mockRestore();
+      const carried = big.events.map((e) => Number.parseInt(e.data[0], 10));
+      expect(big.events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0)).toBeLessThanOrEqual(MAX_CARRIED_EVENT_BYTES);
+      expect(carried.length).toBeGreaterThan(200);
+      expect(carried).toEqual(Array.from({ length: carried.length }, (_, i) => 300 - carried.length + i));
+      expect(warned).toEqual([expect.stringContaining(`${300 - carried.length} of 300 events received and never taken are not carried`)]);
     });
 
     it('a bad timeout throws in the code and leaves no wait behind to take the next event', async () => {

@@ -161,6 +161,8 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
             if (typeof event !== 'object' || event === null || Array.isArray(event)) throw bad(`events[${j}] must be an object`);
             text(`events[${j}].name`, (event as Record<string, unknown>).name);
             array(`events[${j}].data`, (event as Record<string, unknown>).data);
+            const causeId = (event as Record<string, unknown>).causeId;
+            if (causeId !== undefined) text(`events[${j}].causeId`, causeId, { max: MAX_ID_LENGTH });
           });
         }
         break;

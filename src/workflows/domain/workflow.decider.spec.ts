@@ -759,30 +759,40 @@ describe('workflow decider', () => {
       .thenMatches([{ type: 'DecisionStarted', data: { decisionId: 'd2' } }]);
   });
 
-  it('carries into the new run the events its code never took and those received while the decision that continues as new ran, in order', () => {
+  it('carries into the new run the events its code never took (stored once, with their causes), and makes a decision that continues as new again when events arrived while it ran', () => {
     const received = (name: string, data: Json[], causeId?: string): WorkflowEvent => ({
       type: 'WorkflowEventReceived',
       data: causeId === undefined ? { name, data } : { name, data, causeId },
     });
+    // Events arrived while the decision ran: its code never saw them, so it is made again with them.
     spec
       .given([dispatched, received('seen', [0]), decisionStarted('d1'), received('item', [1]), received('item', [2], 'cause-2')])
       .when({ type: 'CompleteDecision', decisionId: 'd1', commands: [{ type: 'ContinueAsNew', seq: 0, args: ['next'], at: at(10) }], ids: {} })
-      .thenMatches([
-        { type: 'DecisionCompleted' },
-        { type: 'WorkflowContinuedAsNew', data: { run: 2 } },
-        { type: 'WorkflowEventReceived', data: { name: 'item', data: [1] } },
-        { type: 'WorkflowEventReceived', data: { name: 'item', data: [2], causeId: 'cause-2' } },
-      ]);
-    // Events the code saw but never took come first: they arrived before the decision.
+      .thenMatches([{ type: 'DecisionDiscarded', data: { decisionId: 'd1' } }]);
     spec
-      .given([dispatched, received('seen', [0]), decisionStarted('d1'), received('item', [1])])
-      .when({ type: 'CompleteDecision', decisionId: 'd1', commands: [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10), events: [{ name: 'seen', data: [0] }] }], ids: {} })
+      .given([dispatched, decisionStarted('d1'), received('item', [1]), { type: 'DecisionDiscarded', data: { decisionId: 'd1', reason: 'events' } }])
+      .when({ type: 'StartDecision', decisionId: 'd2', workerId: 'w1', workflows: ['Onboarding'], now: T0 + 10, leaseMs: LEASE })
+      .thenMatches([{ type: 'DecisionStarted', data: { decisionId: 'd2' } }]);
+    // Events the code saw but never took go to the new run, in order, with their causes; the
+    // recorded decision leaves them out.
+    spec
+      .given([dispatched, received('seen', [0]), received('also', [1], 'cause-1'), decisionStarted('d1')])
+      .when({
+        type: 'CompleteDecision',
+        decisionId: 'd1',
+        commands: [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10), events: [{ name: 'seen', data: [0] }, { name: 'also', data: [1], causeId: 'cause-1' }] }],
+        ids: {},
+      })
       .thenMatches([
-        { type: 'DecisionCompleted' },
+        { type: 'DecisionCompleted', data: { commands: [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10) }] } },
         { type: 'WorkflowContinuedAsNew' },
         { type: 'WorkflowEventReceived', data: { name: 'seen', data: [0] } },
-        { type: 'WorkflowEventReceived', data: { name: 'item', data: [1] } },
+        { type: 'WorkflowEventReceived', data: { name: 'also', data: [1], causeId: 'cause-1' } },
       ]);
+    spec
+      .given([dispatched, received('seen', [0]), decisionStarted('d1')])
+      .when({ type: 'CompleteDecision', decisionId: 'd1', commands: [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10), events: [{ name: 'seen', data: [0] }] }], ids: {} })
+      .thenState((_, events) => expect((events[0].data as { commands: object[] }).commands[0]).not.toHaveProperty('events'));
     // A decision that failed or lapsed is followed by one that sees those events: nothing to carry.
     spec
       .given([dispatched, decisionStarted('d1'), received('item', [1]), { type: 'DecisionTimedOut', data: { decisionId: 'd1' } }, decisionStarted('d2', 2000)])

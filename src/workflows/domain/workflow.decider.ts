@@ -1,4 +1,4 @@
-import { List as IList, Map as IMap, Set as ISet } from 'immutable';
+import { Map as IMap, Set as ISet } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
@@ -165,9 +165,9 @@ export type WorkflowState =
       controlsApplied?: ISet<number>;
       /**
        * Events received while the current decision is in flight (its code has not seen them): a
-       * decision that continues as new carries them into the new run. Absent when none.
+       * decision that continues as new is then discarded and made again with them. Absent when none.
        */
-      eventsDuringDecision?: IList<WorkflowEventData['WorkflowEventReceived']>;
+      eventsDuringDecision?: number;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -353,6 +353,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           // recorded meanwhile (the steps it ran run again: the SDK replays a discarded decision afresh).
           return [{ type: 'DecisionDiscarded', data: { decisionId: command.decisionId, reason: 'the workflow was paused while the decision ran; it is made again once resumed' } }];
         }
+        if ((state.eventsDuringDecision ?? 0) > 0 && command.commands.some((c) => c.type === 'ContinueAsNew')) {
+          // Events arrived that the code of a decision ending this run never saw: made again with
+          // them (as Temporal refuses such a completion), so the code takes them or carries them
+          // over as untaken, rather than the new run getting copies of them in this append.
+          return [{ type: 'DecisionDiscarded', data: { decisionId: command.decisionId, reason: 'events arrived while the decision that continues as new ran; it is made again with them' } }];
+        }
         // Each command sees the effect of the ones before it (a timer started and cancelled in one decision).
         const events: WorkflowEvent[] = [completed];
         let current: WorkflowState = workflowDecider.evolve(state, completed);
@@ -363,12 +369,14 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
             current = workflowDecider.evolve(current, event);
           }
           if (events.at(-1)?.type === 'WorkflowContinuedAsNew') {
-            // Events the code saw but never took, then those that arrived while this decision ran
-            // (never seen by its code): the new run gets them, in order, as the next decision of
-            // this run would have.
-            const untaken = c.type === 'ContinueAsNew' ? (c.events ?? []) : [];
-            for (const event of untaken) events.push({ type: 'WorkflowEventReceived', data: { name: event.name, data: event.data } });
-            for (const data of state.eventsDuringDecision ?? []) events.push({ type: 'WorkflowEventReceived', data });
+            // Events the code saw but never took: the new run gets them, in order, with their
+            // causes (a repeated delivery is still known), as the next decision of this run would have.
+            for (const event of c.type === 'ContinueAsNew' ? (c.events ?? []) : []) {
+              const data = event.causeId === undefined ? { name: event.name, data: event.data } : { name: event.name, data: event.data, causeId: event.causeId };
+              const received: WorkflowEvent = { type: 'WorkflowEventReceived', data };
+              events.push(received);
+              current = workflowDecider.evolve(current, received);
+            }
             break;
           }
         }
@@ -551,7 +559,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return { ...state, needsDecision: true, children: state.children.set(event.data.seq, { ...child, status }) };
       }
       case 'WorkflowEventReceived': {
-        const during = state.decision === null ? state.eventsDuringDecision : (state.eventsDuringDecision ?? IList()).push(event.data);
+        const during = state.decision === null ? state.eventsDuringDecision : (state.eventsDuringDecision ?? 0) + 1;
         return event.data.causeId === undefined
           ? { ...state, needsDecision: true, eventsDuringDecision: during }
           : { ...state, needsDecision: true, eventsDuringDecision: during, causes: (state.causes ?? ISet<string>()).add(event.data.causeId) };
@@ -678,8 +686,13 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
  * `StepCompleted`/`StepFailed` event, so the decision keeps only what replay checks (type, seq, name).
  */
 function withoutStepOutcomes(commands: DecisionCommand[]): DecisionCommand[] {
-  if (!commands.some((c) => c.type === 'RecordStep')) return commands;
-  return commands.map((c) => (c.type === 'RecordStep' ? { type: c.type, seq: c.seq, name: c.name } : c));
+  if (!commands.some((c) => c.type === 'RecordStep' || (c.type === 'ContinueAsNew' && c.events !== undefined))) return commands;
+  return commands.map((c) => {
+    if (c.type === 'RecordStep') return { type: c.type, seq: c.seq, name: c.name };
+    // The events a continue-as-new carries are recorded in the new run; stored once, not twice.
+    if (c.type === 'ContinueAsNew' && c.events !== undefined) return { type: c.type, seq: c.seq, args: c.args, at: c.at };
+    return c;
+  });
 }
 
 /**

@@ -1,10 +1,9 @@
 /**
- * Review of the integrate branch (continue-as-new carrying events): one CompleteDecision appends
- * everything in one append. README (MAX_DECISION_BYTES): "EventStoreDB also needs its
- * MaxAppendSize above it" — the promise is that a decision's append is about the size of its
- * commands. Carrying events breaks it two ways: the untaken events are stored twice (inside the
- * ContinueAsNew command of DecisionCompleted, and again as WorkflowEventReceived), and the events
- * received while the decision ran (`eventsDuringDecision`) have no bound at all.
+ * A decision that continues as new, carrying events: one CompleteDecision is one append, and
+ * README (MAX_DECISION_BYTES) promises it is about the size of the reported commands ("EventStoreDB
+ * also needs its MaxAppendSize above it"). The untaken events are stored once (in the new run, not
+ * also inside the recorded ContinueAsNew command), and events received while the decision ran are
+ * not copied into the append at all: the decision is discarded and made again with them.
  */
 import { describe, expect, it } from '@jest/globals';
 import type { Json } from '../../event-store/event-store.port.js';
@@ -48,12 +47,12 @@ describe('the append of a decision that continues as new', () => {
 describe('an untaken event carried into the new run', () => {
   it('keeps its causeId, so a repeated delivery of the same cause (the effects reactor re-doing a send after a crash) is still recognised', () => {
     // Run 1 received `ping` from another workflow's send (causeId c-1); its code saw it and never
-    // took it, so the SDK lists it in ContinueAsNew.events (name and data only).
+    // took it, so the SDK lists it in ContinueAsNew.events, with its causeId.
     const ping: WorkflowEvent = { type: 'WorkflowEventReceived', data: { name: 'ping', data: [1], causeId: 'c-1' } };
     const d2: WorkflowEvent = { type: 'DecisionStarted', data: { decisionId: 'd2', workerId: 'w1', version: 'Loop', startedAt: at(5), leaseExpiresAt: at(60_000) } };
     const before = [dispatched, started, { type: 'DecisionCompleted', data: { decisionId: 'd1', commands: [] } } as WorkflowEvent, ping, d2];
     const appended = workflowDecider.decide(
-      { type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 0, args: [1], at: at(10), events: [{ name: 'ping', data: [1] }] }], ids: {} },
+      { type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 0, args: [1], at: at(10), events: [{ name: 'ping', data: [1], causeId: 'c-1' }] }], ids: {} },
       fold(before),
     );
     const afterCarry = fold([...before, ...appended.map((e, i) => ({ ...e, revision: BigInt(before.length + i) }))]);

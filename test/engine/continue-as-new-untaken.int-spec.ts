@@ -1,5 +1,5 @@
 /**
- * Review of the integrate branch (ff15a9c): `ctx.continueAsNew` now lists every event the run
+ * `ctx.continueAsNew` lists the events the run
  * received and never took in the ContinueAsNew command (`events`). That list has no bound: a run
  * that received events it never waits for (each well within MAX_PAYLOAD_BYTES) makes a
  * ContinueAsNew over MAX_DECISION_BYTES, which the service refuses; the SDK records the decision
