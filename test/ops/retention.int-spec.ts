@@ -177,3 +177,39 @@ describe('retention past an idempotency key window (IDEMPOTENCY_WINDOW_MS=1000)'
     expect(expectData(await dispatch()).dispatchWorkflow.id).toBe(again);
   });
 });
+
+describe('retryWorkflows while another instance is deleting the workflows it lists', () => {
+  let service: Service | undefined;
+  let worker: FixtureWorker | undefined;
+  afterAll(async () => {
+    await worker?.stop();
+    await service?.stop();
+  });
+
+  it('skips a workflow whose stream is gone and retries the others: no error after retrying part of them', async () => {
+    // A sweep on another instance deletes the streams one statement at a time and records
+    // WorkflowsExpired after: meanwhile this instance's read model still lists them as FAILED.
+    // Deleting one stream's rows here is that moment. Retrying the gone workflow failed the whole
+    // request (INTERNAL_SERVER_ERROR, or NOT_FOUND) after the workflows before it were retried.
+    service = await startService();
+    const environment = unique('swept');
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+    const engine = new Engine(service, environment);
+    const ids = await Promise.all(Array.from({ length: 6 }, () => engine.dispatch('Thrower', ['boom'])));
+    for (const id of ids) await engine.waitForState(id, 'FAILED');
+    await worker.stop(); // retried workflows stay RUNNING
+    const gone = ids[3];
+    const db = new Database(service.storeUrl.slice('sqlite:'.length));
+    try {
+      db.pragma('busy_timeout = 10000');
+      db.prepare('DELETE FROM events WHERE stream_id = ?').run(`workflow-${gone}`);
+    } finally {
+      db.close();
+    }
+    const retry = (selector: Record<string, string>) =>
+      gql(service!, 'mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { status matched changed } }', { input: { appId: 'demo', environment, selector } });
+    expect(expectData(await retry({ name: 'Thrower' })).retryWorkflows).toEqual({ status: 'OK', matched: 6, changed: 5 });
+    for (const id of ids.filter((id) => id !== gone)) expect((await engine.workflow(id)).state).toBe('RUNNING');
+    expect(expectData(await retry({ id: gone })).retryWorkflows).toEqual({ status: 'OK', matched: 1, changed: 0 });
+  });
+});

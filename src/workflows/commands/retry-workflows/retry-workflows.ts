@@ -73,10 +73,23 @@ export class RetryWorkflowsHandler implements ICommandHandler<RetryWorkflows, Se
   private async retry(workflowId: string, context: ReturnType<typeof contextFor>): Promise<boolean> {
     const streamId = `workflow-${workflowId}`;
     const recorded = await this.store.readStream(streamId);
+    if (recorded.length === 0) {
+      // Listed as FAILED, but retention (on any instance) deleted its stream since, and records
+      // WorkflowsExpired after: nothing to retry. Its cached state, if any, is stale.
+      this.runner.queues.forget(streamId);
+      return false;
+    }
     const history = replayableHistory(recorded.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data as any })));
     const resetTasks = failureCause(history)?.resetTasks ?? [];
-    const result = await this.runner.run(streamId, workflowDecider, { type: 'RetryWorkflow', resetTasks, now: this.clock.now() }, context);
-    return result.events.length > 0;
+    try {
+      const result = await this.runner.run(streamId, workflowDecider, { type: 'RetryWorkflow', resetTasks, now: this.clock.now() }, context);
+      return result.events.length > 0;
+    } catch (error) {
+      // Deleted between the read above and the append (which then meets no stream at all).
+      if ((await this.store.readStream(streamId)).length > 0) throw error;
+      this.runner.queues.forget(streamId);
+      return false;
+    }
   }
 }
 
