@@ -124,8 +124,10 @@ export interface EventStore {
   /**
    * Removes a whole stream for good (retention): its rows on SQLite, a tombstone on EventStoreDB.
    * Answers how many events were removed when the store knows. Removing an unknown stream is a no-op.
+   * With `expectedRevision`, only a stream whose last revision is still that one is removed, in one
+   * step (another instance may append to it meanwhile); otherwise nothing is, and the answer is 0.
    */
-  deleteStream?(streamId: string): Promise<number | undefined>;
+  deleteStream?(streamId: string, options?: { expectedRevision?: bigint }): Promise<number | undefined>;
   /**
    * Drops what this process holds in memory of a stream another process deleted (retention), so
    * that reads of it go to the store. `deleteStream` does it for the process that deletes.

@@ -15,6 +15,10 @@ export const RETENTION_JOB = 'retention.sweep';
 /** Recorded after a sweep so every instance drops the deleted workflows from its read models. */
 export const WORKFLOWS_EXPIRED = 'WorkflowsExpired';
 const BATCH = 500;
+/** The events that end a workflow; only `WorkflowRetried` (of a failed one) starts it again. */
+const ENDINGS = new Set(['WorkflowCompleted', 'WorkflowFailed', 'WorkflowTerminated']);
+/** Events read at a time from a stream's end to find its last ending or retry. */
+const TAIL_PAGE = 64;
 
 export interface WorkflowsExpiredData {
   workflowIds: string[];
@@ -85,17 +89,47 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
       const expired = this.workflows.finishedBefore(cutoff, BATCH, derivedSince, after);
       if (expired.length === 0 || this.lifecycle.draining) break;
       after = expired[expired.length - 1];
-      for (const view of expired) await this.store.deleteStream(`workflow-${view.id}`);
-      const data: WorkflowsExpiredData = { workflowIds: expired.map((v) => v.id), cutoff: cutoff.toISOString() };
-      const { position } = await this.store.append(`retention-${uuidv7()}`, [
-        { id: uuidv7(), type: WORKFLOWS_EXPIRED, data, metadata: { actor: 'system', appId: '*', environment: '*', correlationId: uuidv7(), at: new Date(this.clock.now()).toISOString() } },
-      ]);
-      await this.projections.waitFor(position);
-      total += expired.length;
-      this.deleted.inc(expired.length);
+      const deleted: string[] = [];
+      for (const view of expired) if (await this.deleteIfStillFinished(view.id)) deleted.push(view.id);
+      if (deleted.length > 0) {
+        const data: WorkflowsExpiredData = { workflowIds: deleted, cutoff: cutoff.toISOString() };
+        const { position } = await this.store.append(`retention-${uuidv7()}`, [
+          { id: uuidv7(), type: WORKFLOWS_EXPIRED, data, metadata: { actor: 'system', appId: '*', environment: '*', correlationId: uuidv7(), at: new Date(this.clock.now()).toISOString() } },
+        ]);
+        await this.projections.waitFor(position);
+        total += deleted.length;
+        this.deleted.inc(deleted.length);
+      }
       if (expired.length < BATCH) break;
     }
     if (total > 0) this.logger.log(`deleted ${total} finished workflows last changed before ${cutoff.toISOString()}`);
     return total;
+  }
+
+  /**
+   * Deletes a workflow's stream unless it was retried since the read model listed it as finished
+   * (`retryWorkflows` on any instance, even while this sweep runs): its last events are read, a
+   * `WorkflowRetried` after its last ending spares it, and the deletion expects the last revision
+   * read, so a retry appended in between spares it too. Deleting first and asking after lost
+   * retries that were acknowledged: they went with the stream.
+   */
+  private async deleteIfStillFinished(workflowId: string): Promise<boolean> {
+    const streamId = `workflow-${workflowId}`;
+    // From the end, a page at a time, back to the last ending or retry: a few events (late
+    // results may follow an ending), not the whole history.
+    let last: bigint | undefined;
+    let fromRevision: bigint | undefined;
+    for (;;) {
+      const page = await this.store.readStream(streamId, { direction: 'backwards', maxCount: TAIL_PAGE, ...(fromRevision === undefined ? {} : { fromRevision }) });
+      if (page.length === 0 && last === undefined) return true; // deleted already (another instance's sweep): drop the row too
+      last ??= page[0].revision;
+      const decisive = page.find((e) => e.type === 'WorkflowRetried' || ENDINGS.has(e.type));
+      if (decisive?.type === 'WorkflowRetried') return false;
+      if (decisive) break;
+      if (page.length < TAIL_PAGE || page[page.length - 1].revision === 0n) return false; // never ended: not ours to delete
+      fromRevision = page[page.length - 1].revision - 1n;
+    }
+    const removed = await this.store.deleteStream!(streamId, { expectedRevision: last });
+    return removed !== 0;
   }
 }

@@ -237,6 +237,17 @@ export function eventStoreContract(
         expect(await store.readStream(missing)).toEqual([]);
         expect(await store.readStream(missing, { direction: 'backwards' })).toEqual([]);
       });
+
+      it('deletes a stream at an expected revision only while that is still its last one (retention)', async () => {
+        if (!store.deleteStream) return;
+        const streamId = streamIn(category('deleted'));
+        await store.append(streamId, [newEvent(), newEvent()]);
+        // Another instance appended after the revision the deleter read: nothing is deleted.
+        expect(await store.deleteStream(streamId, { expectedRevision: 0n })).toBe(0);
+        expect(await store.readStream(streamId)).toHaveLength(2);
+        expect(await store.deleteStream(streamId, { expectedRevision: 1n })).not.toBe(0);
+        expect(await store.readStream(streamId)).toEqual([]);
+      });
     });
 
     describe('global log', () => {

@@ -135,10 +135,13 @@ export class EsdbEventStore implements EventStore {
   }
 
   /** Tombstones the stream (retention): its events are gone for good and its name cannot be reused. */
-  async deleteStream(streamId: string): Promise<undefined> {
+  async deleteStream(streamId: string, options: { expectedRevision?: bigint } = {}): Promise<number | undefined> {
     try {
-      await this.call('tombstone', (client) => client.tombstoneStream(streamId, { deadline: this.callTimeoutMs }));
+      await this.call('tombstone', (client) =>
+        client.tombstoneStream(streamId, { deadline: this.callTimeoutMs, ...(options.expectedRevision !== undefined ? { expectedRevision: options.expectedRevision } : {}) }),
+      );
     } catch (error) {
+      if (options.expectedRevision !== undefined && error instanceof WrongExpectedVersionError) return 0;
       if (!(error instanceof StreamNotFoundError) && !(error instanceof StreamDeletedError)) throw error;
     }
     return undefined;
@@ -156,7 +159,8 @@ export class EsdbEventStore implements EventStore {
       );
       return resolved.flatMap(({ event }) => (event ? [toRecorded(event)] : []));
     } catch (error) {
-      if (error instanceof StreamNotFoundError) return [];
+      // A tombstoned stream (retention) reads as empty, as its deleted rows do on SQLite.
+      if (error instanceof StreamNotFoundError || error instanceof StreamDeletedError) return [];
       throw error;
     }
   }

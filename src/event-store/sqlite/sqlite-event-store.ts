@@ -363,6 +363,9 @@ export class SqliteEventStore implements EventStore {
         'SELECT max(position) AS position FROM events',
       ),
       deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
+      deleteStreamAt: this.db.prepare<[string, string, number]>(
+        'DELETE FROM events WHERE stream_id = ? AND (SELECT max(revision) FROM events WHERE stream_id = ?) = ?',
+      ),
       category: this.db.prepare<[string, string], EventRow>(CATEGORY_SQL),
       dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(),
       // One index search per stream (the list's ids are looked up in index order, so no sort).
@@ -647,9 +650,10 @@ export class SqliteEventStore implements EventStore {
     return this.stmt.category.all(prefix, end).map(toRecorded);
   }
 
-  async deleteStream(streamId: string): Promise<number> {
+  async deleteStream(streamId: string, options: { expectedRevision?: bigint } = {}): Promise<number> {
     this.assertOpen();
     this.tails.forget(streamId);
+    if (options.expectedRevision !== undefined) return this.stmt.deleteStreamAt.run(streamId, streamId, Number(options.expectedRevision)).changes;
     return this.stmt.deleteStream.run(streamId).changes;
   }
 
