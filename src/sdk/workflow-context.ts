@@ -370,12 +370,13 @@ export class WorkflowReplay {
           }
           await drain();
           await this.settleSteps();
-          for (const outcome of this.unseen) {
-            this.apply(outcome);
+          // One at a time, each taken off the list as it is applied: a continue-as-new made
+          // meanwhile (after a step) carries the events not applied yet.
+          while (this.unseen.length > 0) {
+            this.apply(this.unseen.shift()!);
             await drain();
             await this.settleSteps();
           }
-          this.unseen = [];
           continue;
         default:
           if (OUTCOMES.has(event.type)) this.unseen.push(event);
@@ -688,8 +689,11 @@ export class WorkflowReplay {
       continueAsNew(...args) {
         // Events received and not taken go to the new run (as its `waitForEvent` / `onEvent` would
         // take them here), the most recent within a bound (carriedEvents).
-        const { events, dropped } = carriedEvents(self.unclaimed);
-        if (dropped > 0) log('warn')(`continueAsNew: ${dropped} of ${self.unclaimed.length} events received and never taken are not carried into the new run (the oldest; at most ${MAX_CARRIED_EVENTS} events and ${MAX_CARRIED_EVENT_BYTES} bytes are)`);
+        // Those this decision has not handed to the code yet (it continued as new after a step) follow.
+        const untaken = [...self.unclaimed];
+        for (const e of self.unseen) if (e.type === 'WorkflowEventReceived') untaken.push({ name: e.data.name, data: e.data.data ?? [], ...(e.data.causeId === undefined ? {} : { causeId: e.data.causeId }) });
+        const { events, dropped } = carriedEvents(untaken);
+        if (dropped > 0) log('warn')(`continueAsNew: ${dropped} of ${untaken.length} events received and never taken are not carried into the new run (the oldest; at most ${MAX_CARRIED_EVENTS} events and ${MAX_CARRIED_EVENT_BYTES} bytes are)`);
         self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString(), ...(events.length > 0 ? { events } : {}) });
         return new Promise<never>(() => {});
       },

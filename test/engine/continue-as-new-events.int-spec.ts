@@ -1,9 +1,9 @@
 /**
  * Events and `ctx.continueAsNew`: an event the service accepted (`changed: 1`) while the decision
- * that continues the workflow as new was in flight must reach the new run, as it would have
- * reached the next decision of the same run. A real service and an in-process SDK worker; the
- * decision is held open by an inline step that waits for the test, so the event is recorded
- * between that decision's start and its report.
+ * that continues the workflow as new was in flight must not be lost: that decision is discarded
+ * and made again with it (its code may take it; one it leaves untaken goes to the new run). A real
+ * service and an in-process SDK worker; the decision is held open by an inline step that waits for
+ * the test, so the event is recorded between that decision's start and its report.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client, Worker, defineWorkflow } from '../../src/sdk/index.js';
@@ -22,14 +22,16 @@ const gate = new Promise<void>((resolve) => {
 });
 
 /**
- * Round 0 holds its decision open (a step waiting for the gate), then continues as new. Round 1
- * collects `item` events until `stop`.
+ * Round 0 holds its decision open (a step waiting for the gate), then continues as new, taking no
+ * event. Round 1 collects `item` events until `stop`.
  */
 const eventLoop = defineWorkflow('EventLoop', async (ctx, round: number) => {
   const items: unknown[] = [];
-  ctx.onEvent('item', (item: unknown) => {
-    items.push(item);
-  });
+  if (round > 0) {
+    ctx.onEvent('item', (item: unknown) => {
+      items.push(item);
+    });
+  }
   if (round === 0) {
     await ctx.step('hold', async () => {
       stepRunning = true;
@@ -95,6 +97,9 @@ describe('an event recorded while the decision that continues as new is in fligh
     const done = await client.awaitWorkflow(APP, ENV, id, { timeoutMs: 10_000 });
     expect(done).toMatchObject({ state: 'COMPLETED' });
     expect(JSON.parse(done!.output!)).toEqual({ round: 1, items: ['sent during the decision', 'sent to the new run'] });
+    // The decision that ran while the event came was made again, with it.
+    const types = (await client.workflowHistory(APP, ENV, id)).map((e) => e.type);
+    expect(types.filter((t) => t === 'DecisionDiscarded')).toHaveLength(1);
   });
 });
 
