@@ -1,8 +1,8 @@
 /**
- * Review of the integrate branch (911bd63): `waitForEvent` with a bad timeout now throws
- * synchronously from the call, where it used to return a promise that rejected. Workflow code
- * that handles the failure on the promise (`.catch`, `Promise.allSettled`, `Promise.race`) no
- * longer catches it: the workflow fails instead of going on, and a workflow in flight whose
+ * `waitForEvent` with a bad timeout returns a promise that rejects, as it always did; a version
+ * that threw synchronously from the call (found in review) broke workflow code
+ * that handles the failure on the promise (`.catch`, `Promise.allSettled`, `Promise.race`): the
+ * workflow failed instead of going on, and a workflow in flight whose
  * recorded decisions went on after that `.catch` fails on its next decision after the worker
  * upgrade (FailWorkflow where the history has more commands).
  */
