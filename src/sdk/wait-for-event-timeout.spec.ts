@@ -3,7 +3,7 @@
  * that threw synchronously from the call (found in review) broke workflow code
  * that handles the failure on the promise (`.catch`, `Promise.allSettled`, `Promise.race`): the
  * workflow failed instead of going on, and a workflow in flight whose
- * recorded decisions went on after that `.catch` fails on its next decision after the worker
+ * recorded decisions went on after that `.catch` failed on its next decision after the worker
  * upgrade (FailWorkflow where the history has more commands).
  */
 import { describe, expect, it } from '@jest/globals';
