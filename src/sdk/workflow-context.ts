@@ -150,7 +150,10 @@ export interface WorkflowContext {
    * Ends this run and starts a fresh one under the same workflow id, with these arguments and an
    * empty history (as Temporal's continue-as-new): how a workflow that loops for ever, or runs
    * many thousands of steps, keeps its history (and the cost of replaying it) bounded. Nothing
-   * after it runs; tasks still running in this run are abandoned.
+   * after it runs; tasks still running in this run are abandoned. Events this run received and
+   * its code did not take go to the new run, in order (the most recent `MAX_CARRIED_EVENTS`
+   * within `MAX_CARRIED_EVENT_BYTES`; older ones are logged and left); if events arrive while
+   * this decision runs, the service has it made again with them.
    * @example
    * export const poller = defineWorkflow('Poller', async (ctx, cursor: number) => {
    *   for (let i = 0; i < 1000; i++) cursor = await ctx.run(fetchPage, cursor);
