@@ -127,6 +127,37 @@ describe('a worker runs at most its slots, whatever it is handed', () => {
     await running;
   });
 
+  it('a waiting task the service stops because its workflow failed is given back unrun, not left to lapse', async () => {
+    const { task, state, release } = heldTasks();
+    let polled = 0;
+    const reports: Array<Record<string, unknown>> = [];
+    const worker = scripted(1, task, async (query, variables, options) => {
+      if (query.includes('pollWork')) {
+        polled++;
+        // Two tasks on one slot (as a parked poll and a report's claim can hand over): task 2 waits.
+        if (polled === 1) return { pollWork: [taskItem(1), taskItem(2)] };
+        return parked(options?.signal).promise;
+      }
+      if (query.includes('reportWork')) {
+        reports.push(...variables.input.tasks);
+        return { reportWork: { accepted: variables.input.tasks.length, rejected: [], items: [], decided: [] } };
+      }
+      if (query.includes('heartbeat')) {
+        const refs: string[] = variables.input.attempts.map((a: { ref: string }) => a.ref);
+        return { heartbeat: refs.map((ref) => ({ ref, cancel: ref === 'task:t2', reason: ref === 'task:t2' ? 'workflow failed' : null })) };
+      }
+      throw new Error(`unexpected request ${query}`);
+    });
+    const running = worker.run();
+    await until(() => reports.some((r) => r.ref === 'task:t2'), 'the waiting task given back');
+    expect(reports.find((r) => r.ref === 'task:t2')).toEqual({ ref: 'task:t2', attemptId: 'a2', released: true });
+    release(1);
+    await until(() => reports.some((r) => r.ref === 'task:t1'), 'task 1 reported');
+    expect(state.ran).toEqual([1]);
+    await worker.shutdown();
+    await running;
+  });
+
   it('shutdown waits for a report answered after the stop, and gives back the task that answer brought, unrun', async () => {
     const { task, state, release } = heldTasks();
     let answerReport!: () => void;

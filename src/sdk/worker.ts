@@ -766,10 +766,18 @@ export class Worker {
           // A decision the server gave up on is left to finish: its report will be refused.
           if (h.reason === 'workflow failed' && this.running.has(h.ref)) this.stoppedForFailedWorkflow.add(h.ref);
           this.running.get(h.ref)?.abort.abort(new Error(`cancelled by the server: ${h.reason ?? 'no reason given'}`));
-          // Waiting work the server gave up on is not run.
+          // Waiting work the server gave up on is not run. A task stopped because its workflow
+          // failed is given back (as a running one is), not left to lapse: a lapse counts against
+          // its retries, and with its last attempt fails it for good, which retryWorkflows does not reset.
           for (const queue of [this.waiting.TASK, this.waiting.DECISION]) {
             const at = queue.findIndex((item) => item.ref === h.ref);
-            if (at >= 0) queue.splice(at, 1);
+            if (at < 0) continue;
+            const [item] = queue.splice(at, 1);
+            if (item.kind === 'TASK' && h.reason === 'workflow failed' && item.attemptId) {
+              this.taskReports.push({ ref: item.ref, attemptId: item.attemptId, released: true });
+              this.reportLeases.push(Date.parse(item.leaseExpiresAt));
+              void this.scheduleFlush();
+            }
           }
         }
       } catch (error) {
