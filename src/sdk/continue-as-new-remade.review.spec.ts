@@ -81,3 +81,24 @@ describe('review: an event recorded while a continue-as-new decision ran', () =>
     expect(recorded.filter((e) => e.type === 'WorkflowEventReceived')).toHaveLength(1);
   });
 });
+
+describe('review: carried events bound (c396983)', () => {
+  it('one recent untaken event larger than MAX_CARRIED_EVENT_BYTES (but within the default 256 KiB payload) does not drop every older one', async () => {
+    const loop = defineWorkflow('LoopBig', async (ctx) => {
+      await ctx.waitForEvent('go');
+      return ctx.continueAsNew(1);
+    });
+    const s = new Stream(loop, []);
+    s.start('d1');
+    s.complete('d1', await s.replay());
+    s.apply({ type: 'DeliverEvent', name: 'small', data: ['kept?'] });
+    s.apply({ type: 'DeliverEvent', name: 'big', data: ['x'.repeat(250_000)] });
+    s.apply({ type: 'DeliverEvent', name: 'go', data: [] });
+    s.start('d2');
+    const warn = console.warn;
+    console.warn = () => {};
+    const [command] = (await s.replay()) as Array<{ events?: Array<{ name: string }> }>;
+    console.warn = warn;
+    expect((command.events ?? []).map((e) => e.name)).toEqual(['small']);
+  });
+});
