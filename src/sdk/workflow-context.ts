@@ -373,19 +373,40 @@ export class WorkflowReplay {
           }
           await drain();
           await this.settleSteps();
-          // One at a time, each taken off the list as it is applied: a continue-as-new made
-          // meanwhile (after a step) carries the events not applied yet.
-          while (this.unseen.length > 0) {
-            this.apply(this.unseen.shift()!);
+          for (const outcome of this.unseen) {
+            this.apply(outcome);
             await drain();
             await this.settleSteps();
           }
+          this.unseen = [];
           continue;
         default:
           if (OUTCOMES.has(event.type)) this.unseen.push(event);
       }
     }
-    return [...this.buffer];
+    return this.withCarriedEvents([...this.buffer]);
+  }
+
+  /**
+   * A decision that continues as new carries the events the run received and its code did not
+   * take, as they stand once the decision's history is all fed: the code may have continued as
+   * new before events of this decision were handed to it (after a step; or in the replay of a
+   * decision the service discarded because they arrived while it ran), and those go too.
+   */
+  private withCarriedEvents(commands: Command[]): Command[] {
+    const last = commands[commands.length - 1];
+    if (last?.type !== 'ContinueAsNew') return commands;
+    const untaken = [...this.unclaimed];
+    for (const e of this.unseen) if (e.type === 'WorkflowEventReceived') untaken.push(receivedEvent(e.data));
+    const { events, dropped } = carriedEvents(untaken);
+    if (dropped > 0 && !this.replaying) {
+      console.warn(
+        `[${this.workflow.name} ${this.workflowId}]`,
+        `continueAsNew: ${dropped} of ${untaken.length} events received and never taken are not carried into the new run (at most ${MAX_CARRIED_EVENTS} events and ${MAX_CARRIED_EVENT_BYTES} bytes are, the most recent first)`,
+      );
+    }
+    commands[commands.length - 1] = events.length > 0 ? { ...last, events } : last;
+    return commands;
   }
 
   /**
@@ -519,6 +540,12 @@ export class WorkflowReplay {
   }
 
   private deliver(name: string, data: unknown[], causeId?: string): void {
+    // A run that ended (it continued as new, in this decision or in the replay of one discarded)
+    // takes nothing more: what it receives is kept for the new run.
+    if (this.finished) {
+      this.unclaimed.push(causeId === undefined ? { name, data } : { name, data, causeId });
+      return;
+    }
     const handlers = this.handlers.get(name) ?? [];
     for (const handler of handlers) this.runHandler(() => handler(...data));
     const index = this.waiters.findIndex((w) => w.name === name);
@@ -690,14 +717,8 @@ export class WorkflowReplay {
         return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
       },
       continueAsNew(...args) {
-        // Events received and not taken go to the new run (as its `waitForEvent` / `onEvent` would
-        // take them here), the most recent within a bound (carriedEvents).
-        // Those this decision has not handed to the code yet (it continued as new after a step) follow.
-        const untaken = [...self.unclaimed];
-        for (const e of self.unseen) if (e.type === 'WorkflowEventReceived') untaken.push({ name: e.data.name, data: e.data.data ?? [], ...(e.data.causeId === undefined ? {} : { causeId: e.data.causeId }) });
-        const { events, dropped } = carriedEvents(untaken);
-        if (dropped > 0) log('warn')(`continueAsNew: ${dropped} of ${untaken.length} events received and never taken are not carried into the new run (the oldest; at most ${MAX_CARRIED_EVENTS} events and ${MAX_CARRIED_EVENT_BYTES} bytes are)`);
-        self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString(), ...(events.length > 0 ? { events } : {}) });
+        // The events it carries are filled in when the decision's commands are handed over (`withCarriedEvents`).
+        self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString() });
         return new Promise<never>(() => {});
       },
       log: { info: log('info'), warn: log('warn'), error: log('error') },
@@ -750,11 +771,18 @@ function carriedEvents(unclaimed: ReadonlyArray<{ name: string; data: unknown[];
   for (let i = unclaimed.length - 1; i >= 0 && events.length < MAX_CARRIED_EVENTS; i--) {
     const e = unclaimed[i];
     const event = e.causeId === undefined ? { name: e.name, data: e.data as Json[] } : { name: e.name, data: e.data as Json[], causeId: e.causeId };
-    bytes += Buffer.byteLength(JSON.stringify(event), 'utf8');
-    if (bytes > MAX_CARRIED_EVENT_BYTES) break;
+    const size = Buffer.byteLength(JSON.stringify(event), 'utf8');
+    // One too large for what is left is passed over; older, smaller ones may still fit.
+    if (bytes + size > MAX_CARRIED_EVENT_BYTES) continue;
+    bytes += size;
     events.push(event);
   }
   return { events: events.reverse(), dropped: unclaimed.length - events.length };
+}
+
+/** A received event as the run keeps it untaken. */
+function receivedEvent(data: { name: string; data?: unknown[]; causeId?: string }): { name: string; data: unknown[]; causeId?: string } {
+  return data.causeId === undefined ? { name: data.name, data: data.data ?? [] } : { name: data.name, data: data.data ?? [], causeId: data.causeId };
 }
 
 /**

@@ -155,7 +155,9 @@ const toView = (r: Row): WorkflowView => {
 @ReadModel(['WorkflowDispatched', 'DecisionStarted', 'DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowRetried', 'WorkflowsExpired', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowCompleted', 'WorkflowFailed'])
 export class WorkflowsReadModel implements DurableProjection {
   private stmt!: ReturnType<WorkflowsReadModel['prepare']>;
-  private finishedBeforeStmt: BetterSqlite3.Statement<[number, number, number, string, number, number], Row> | undefined;
+  private finishedBeforeStmt: BetterSqlite3.Statement<[number, number, number, number, number, number], Row & { rid: number }> | undefined;
+  /** The rowid of each view `finishedBefore` answered: where the next batch of a sweep starts. */
+  private readonly sweepCursors = new WeakMap<WorkflowView, number>();
   /**
    * The rows a batch touched, folded in memory and written once in `endBatch` (a workflow's
    * dozen events in one batch cost one row write, not one per event): `row` null when the
@@ -351,22 +353,28 @@ export class WorkflowsReadModel implements DurableProjection {
    *   with the key, a replayed effect) must find it, or it starts the workflow again under the
    *   same id (or fails, while a stream cache still holds the deleted workflow).
    */
-  finishedBefore(cutoff: Date, max: number, derivedSince: Date, after?: Pick<WorkflowView, 'id' | 'updatedAt'>): WorkflowView[] {
+  finishedBefore(cutoff: Date, max: number, derivedSince: Date, after?: WorkflowView): WorkflowView[] {
     // Prepared on first use: it reads `rm_schedules`, which the schedules read model creates
     // after this one (and which a database without schedules may not have yet at migrate time).
     // `after` (the last row of the batch before) keeps a sweep going forwards: the rows it keeps
     // stay in the index, and a sweep that started from the oldest row each batch walked them all
-    // again, once per batch.
-    this.finishedBeforeStmt ??= this.rm.db.prepare<[number, number, number, string, number, number], Row>(
-      `SELECT * FROM rm_workflows w WHERE status IN ${FINAL} AND updated_at < ?
-         AND updated_at >= ? AND (updated_at > ? OR id > ?)
+    // again, once per batch. Ties on updated_at go by rowid, which the index holds after it (by
+    // id, each batch sorted every row of a millisecond's group again).
+    this.finishedBeforeStmt ??= this.rm.db.prepare<[number, number, number, number, number, number], Row & { rid: number }>(
+      `SELECT rowid AS rid, * FROM rm_workflows w WHERE status IN ${FINAL} AND updated_at < ?
+         AND updated_at >= ? AND (updated_at > ? OR rowid > ?)
          AND NOT (substr(w.id, 15, 1) = '8' AND w.created_at >= ?)
          AND NOT EXISTS (SELECT 1 FROM rm_workflows c WHERE c.parent_id = w.id AND c.status IN ('running', 'paused'))
          AND NOT EXISTS (SELECT 1 FROM rm_schedules s WHERE s.id = w.schedule_id AND s.status != 'deleted' AND json_extract(s.state, '$.lastDispatchId') = w.id)
-       ORDER BY updated_at, id LIMIT ?`,
+       ORDER BY updated_at, rowid LIMIT ?`,
     );
     const from = after ? after.updatedAt.getTime() : -1;
-    return this.finishedBeforeStmt.all(cutoff.getTime(), from, from, after?.id ?? '', derivedSince.getTime(), max).map(toView);
+    const rowid = after ? (this.sweepCursors.get(after) ?? Number.MAX_SAFE_INTEGER) : -1;
+    return this.finishedBeforeStmt.all(cutoff.getTime(), from, from, rowid, derivedSince.getTime(), max).map((row) => {
+      const view = toView(row);
+      this.sweepCursors.set(view, row.rid);
+      return view;
+    });
   }
 
   /** Drops a workflow deleted by retention. */

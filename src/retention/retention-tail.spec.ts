@@ -1,6 +1,6 @@
 /**
- * Review (6f6af9f + dfa06e1): deleteIfStillFinished reads a stream's tail backwards, 64 at a time,
- * to its last ending or retry, and deletes at the revision read. Real SQLite store; a fake read
+ * Retention's deleteIfStillFinished reads a stream's tail backwards, 64 at a time, to its last
+ * ending or retry, and deletes at the revision read. Real SQLite store; a fake read
  * model that pages with the same (updated_at, id) keyset as finishedBefore.
  */
 import { describe, expect, it } from '@jest/globals';
@@ -34,7 +34,7 @@ function service(store: SqliteEventStore, rows: Array<{ id: string; updatedAt: D
   return new RetentionService(config as never, store, { now: () => NOW } as never, { register() {} } as never, {} as never, workflows as never, projections as never, lifecycle as never, { registry: new Registry() } as never);
 }
 
-describe('review: retention reads each stream tail backwards', () => {
+describe('retention reads each stream tail backwards', () => {
   it('deletes an ending far behind the tail, spares a retry far behind the tail and one never ended, and ends', async () => {
     const store = new SqliteEventStore(join(mkdtempSync(join(tmpdir(), 'baton-ret-')), 'r.db'));
     try {

@@ -1,7 +1,7 @@
 /**
- * Review (c396983): the `eventsDuringDecision` counter that discards a continue-as-new decision.
- * These pass: they record what was checked (events outside a decision do not count; every end of
- * a decision resets it; the eager next decision cannot continue as new over an event).
+ * The `eventsDuringDecision` counter that discards a continue-as-new decision: events outside a
+ * decision do not count; every end of a decision resets it; the eager next decision cannot
+ * continue as new over an event.
  */
 import { describe, expect, it } from '@jest/globals';
 import { fold } from '../../shared/decider.js';
@@ -19,7 +19,7 @@ const received = (n: number): WorkflowEvent => ({ type: 'WorkflowEventReceived',
 const can = (id: string): WorkflowCommand => ({ type: 'CompleteDecision', decisionId: id, commands: [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10) }], ids: {} });
 const decide = (given: WorkflowEvent[], c: WorkflowCommand) => workflowDecider.decide(c, fold(workflowDecider, given)).map((e) => e.type);
 
-describe('review: eventsDuringDecision', () => {
+describe('eventsDuringDecision', () => {
   it('counts only events recorded while a decision is in flight, and every end of a decision resets it', () => {
     // Before the decision: seen by its code, not counted.
     expect(decide([dispatched, received(1), started('d1')], can('d1'))).toEqual(['DecisionCompleted', 'WorkflowContinuedAsNew']);

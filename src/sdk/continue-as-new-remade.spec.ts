@@ -1,11 +1,11 @@
 /**
- * Review (c396983 + f78bd2d): a decision that continues as new while an event arrived is
- * discarded and made again "with" the event. The worker makes it again by replaying the whole
- * run (a finished run is not held), and that replay runs the code at the discarded decision's
- * DecisionStarted too: when the code continues as new there without waiting on a step (the
- * common case), `continueAsNew` builds its carried events right then, before the event (recorded
- * after that DecisionStarted) is fed. The redone decision returns that same ContinueAsNew, the
- * counter was reset by the new DecisionStarted, the service accepts it: the event is lost.
+ * A decision that continues as new while an event arrived is discarded and made again with the
+ * event. The worker makes it again by replaying the whole run (a finished run is not held), and
+ * that replay runs the code at the discarded decision's DecisionStarted too: when the code
+ * continues as new there without waiting on a step (the common case), the event (recorded after
+ * that DecisionStarted) is fed after the code ended. A first version built the carried events
+ * when `continueAsNew` was called, so the redone decision carried nothing and the event was lost
+ * (found in review); they are now built when the decision's commands are handed over.
  */
 import { describe, expect, it } from '@jest/globals';
 import { fold } from '../shared/decider.js';
@@ -44,7 +44,7 @@ class Stream {
 
 const work = defineTask('work', () => 1);
 
-describe('review: an event recorded while a continue-as-new decision ran', () => {
+describe('an event recorded while a continue-as-new decision ran', () => {
   it('reaches the new run when the decision is made again (code continues as new right after a task)', async () => {
     const loop = defineWorkflow('Loop', async (ctx, round: number) => {
       await ctx.run(work);
@@ -82,7 +82,7 @@ describe('review: an event recorded while a continue-as-new decision ran', () =>
   });
 });
 
-describe('review: carried events bound (c396983)', () => {
+describe('the bound on carried events', () => {
   it('one recent untaken event larger than MAX_CARRIED_EVENT_BYTES (but within the default 256 KiB payload) does not drop every older one', async () => {
     const loop = defineWorkflow('LoopBig', async (ctx) => {
       await ctx.waitForEvent('go');
