@@ -115,10 +115,10 @@ export interface WorkerOptions {
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
 }
 
-/** About how many bytes an outcome adds to a report's body: its JSON, its large strings escaped once more as GraphQL variables. */
 /** The longest duration the worker protocol carries (a GraphQL Int of milliseconds). */
 const MAX_PROTOCOL_MS = 2 ** 31 - 1;
 
+/** About how many bytes an outcome adds to a report's body: its JSON, its large strings escaped once more as GraphQL variables. */
 function reportBytes(report: DecisionReport | TaskReport): number {
   const r = report as {
     commands?: string;
