@@ -6,13 +6,12 @@
  * the test, so the event is recorded between that decision's start and its report.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Client, Worker, defineWorkflow } from '../../src/sdk/index.js';
-import { type Service, startService } from '../support/service.js';
+import { type Client, defineWorkflow } from '../../src/sdk/index.js';
+import { startInProcessWorker } from '../support/in-process-worker.js';
 import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
 const ENV = 'continue-as-new-events';
-const quiet = { info() {}, warn() {}, error() {} };
 
 /** Opened by the test; the step of round 0 waits for it. */
 let stepRunning = false;
@@ -61,23 +60,16 @@ const takesGoOnly = defineWorkflow('TakesGoOnly', async (ctx, round: number) => 
   return { round, items };
 });
 
-let service: Service;
 let client: Client;
-let worker: Worker;
-let running: Promise<void>;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  service = await startService();
-  client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, workflows: [eventLoop, takesGoOnly], logger: quiet });
-  running = worker.run();
+  ({ client, stop } = await startInProcessWorker({ appId: APP, environment: ENV, workflows: [eventLoop, takesGoOnly] }));
 });
 
 afterAll(async () => {
   openGate();
-  await worker?.shutdown();
-  await running;
-  await service?.stop();
+  await stop?.();
 });
 
 describe('an event recorded while the decision that continues as new is in flight', () => {

@@ -8,12 +8,11 @@
  * dropped). A real service (default limits) and an in-process SDK worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Client, Worker, defineWorkflow } from '../../src/sdk/index.js';
-import { type Service, startService } from '../support/service.js';
+import { type Client, defineWorkflow } from '../../src/sdk/index.js';
+import { startInProcessWorker } from '../support/in-process-worker.js';
 
 const APP = 'demo';
 const ENV = 'review-can-size';
-const quiet = { info() {}, warn() {}, error() {} };
 
 /** Round 0 waits for `go` only (the `noise` events sent before it are never taken), then continues as new. */
 const untaken = defineWorkflow('UntakenNoise', async (ctx, round: number) => {
@@ -24,22 +23,15 @@ const untaken = defineWorkflow('UntakenNoise', async (ctx, round: number) => {
   return `round ${round}`;
 });
 
-let service: Service;
 let client: Client;
-let worker: Worker;
-let running: Promise<void>;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  service = await startService();
-  client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, workflows: [untaken], logger: quiet });
-  running = worker.run();
+  ({ client, stop } = await startInProcessWorker({ appId: APP, environment: ENV, workflows: [untaken] }));
 });
 
 afterAll(async () => {
-  await worker?.shutdown();
-  await running;
-  await service?.stop();
+  await stop?.();
 });
 
 describe('a run that received events it never took', () => {

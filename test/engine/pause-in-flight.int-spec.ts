@@ -6,13 +6,12 @@
  * must not happen before the workflow is resumed. A real service and an in-process SDK worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
-import { type Service, startService } from '../support/service.js';
+import { type Client, defineTask, defineWorkflow } from '../../src/sdk/index.js';
+import { startInProcessWorker } from '../support/in-process-worker.js';
 import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
 const ENV = 'pause-in-flight';
-const quiet = { info() {}, warn() {}, error() {} };
 
 let stepRunning = false;
 let openGate: () => void = () => {};
@@ -47,23 +46,16 @@ const sender = defineWorkflow('PauseBarrier', async (ctx, targetId: string) => {
   return 'sent';
 });
 
-let service: Service;
 let client: Client;
-let worker: Worker;
-let running: Promise<void>;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  service = await startService();
-  client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [note], workflows: [leaf, listener, parent, sender], logger: quiet });
-  running = worker.run();
+  ({ client, stop } = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [note], workflows: [leaf, listener, parent, sender] }));
 });
 
 afterAll(async () => {
   openGate();
-  await worker?.shutdown();
-  await running;
-  await service?.stop();
+  await stop?.();
 });
 
 const history = (id: string) => client.workflowHistory(APP, ENV, id);

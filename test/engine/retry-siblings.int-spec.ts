@@ -5,13 +5,12 @@
  * with "cancelled by the server". A real service and an in-process SDK worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Client, NonRetryableError, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
-import { type Service, startService } from '../support/service.js';
+import { type Client, NonRetryableError, defineTask, defineWorkflow } from '../../src/sdk/index.js';
+import { startInProcessWorker } from '../support/in-process-worker.js';
 import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
 const ENV = 'retry-siblings';
-const quiet = { info() {}, warn() {}, error() {} };
 
 let charged = false;
 /** Refused the first time (the bug an operator then fixes), accepted after. */
@@ -39,23 +38,16 @@ const reserve = defineTask(
 
 const checkout = defineWorkflow('Checkout', async (ctx) => Promise.all([ctx.run(charge), ctx.run(reserve)]));
 
-let service: Service;
 let client: Client;
-let worker: Worker;
-let running: Promise<void>;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  service = await startService();
-  client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [charge, reserve], workflows: [checkout], logger: quiet, heartbeatIntervalMs: 50 });
-  running = worker.run();
+  ({ client, stop } = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [charge, reserve], workflows: [checkout], heartbeatIntervalMs: 50 }));
 });
 
 afterAll(async () => {
   mayFinish = true;
-  await worker?.shutdown();
-  await running;
-  await service?.stop();
+  await stop?.();
 });
 
 describe('a task stopped because its workflow failed', () => {

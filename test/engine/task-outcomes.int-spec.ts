@@ -5,12 +5,12 @@
  * only show after it lapsed, long past these tests' deadlines.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
-import { type Service, startService } from '../support/service.js';
+import { type Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
+import { quietLogger as quiet, startInProcessWorker } from '../support/in-process-worker.js';
+import type { Service } from '../support/service.js';
 
 const APP = 'demo';
 const ENV = 'task-outcomes';
-const quiet = { info() {}, warn() {}, error() {} };
 
 let runs = 0;
 /** Returns `n` rows: past MAX_JSON_ARRAY_LENGTH (10,000) the service cannot record the result. */
@@ -59,20 +59,14 @@ const longStep = defineWorkflow('LongStep', async (ctx) => {
 
 let service: Service;
 let client: Client;
-let worker: Worker;
-let running: Promise<void>;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  service = await startService({ env: { LEASE_MS: '60000' } });
-  client = new Client({ url: service.url, token: service.token });
-  worker = new Worker({ url: service.url, token: service.token, appId: APP, environment: ENV, tasks: [listRows], workflows: [rows, rowsInline, longStep], logger: quiet });
-  running = worker.run();
+  ({ service, client, stop } = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [listRows], workflows: [rows, rowsInline, longStep] }, { env: { LEASE_MS: '60000' } }));
 });
 
 afterAll(async () => {
-  await worker?.shutdown();
-  await running;
-  await service?.stop();
+  await stop?.();
 });
 
 describe('a task result the service refuses to record', () => {

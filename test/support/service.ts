@@ -30,11 +30,18 @@ export interface Service {
 
 export const freshStoreUrl = (): string => `sqlite:${join(mkdtempSync(join(tmpdir(), 'baton-test-')), 'baton.db')}`;
 
+/** How `startService` starts one: on which store, with which environment, how long it may take to be ready. */
+export interface ServiceOptions {
+  storeUrl?: string;
+  env?: Record<string, string>;
+  readyTimeoutMs?: number;
+}
+
 /**
  * Starts the real service (`node dist/src/main.js`, built by `npm test`) on an ephemeral port
  * and waits until it listens. Pass the same `storeUrl` to restart on the same store.
  */
-export async function startService(options: { storeUrl?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<Service> {
+export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const storeUrl = options.storeUrl ?? freshStoreUrl();
   const child = spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
     cwd: ROOT,
