@@ -151,9 +151,10 @@ export interface WorkflowContext {
    * empty history (as Temporal's continue-as-new): how a workflow that loops for ever, or runs
    * many thousands of steps, keeps its history (and the cost of replaying it) bounded. Nothing
    * after it runs; tasks still running in this run are abandoned. Events this run received and
-   * its code did not take go to the new run, in order (the most recent `MAX_CARRIED_EVENTS`
-   * within `MAX_CARRIED_EVENT_BYTES`; older ones are logged and left); if events arrive while
-   * this decision runs, the service has it made again with them.
+   * its code did not take go to the new run, in order (the most recent that fit
+   * `MAX_CARRIED_EVENTS` and `MAX_CARRIED_EVENT_BYTES`; the others are logged and left); code
+   * still running after this call takes no more events; if events arrive while this decision
+   * runs, the service has it made again with them.
    * @example
    * export const poller = defineWorkflow('Poller', async (ctx, cursor: number) => {
    *   for (let i = 0; i < 1000; i++) cursor = await ctx.run(fetchPage, cursor);
@@ -653,6 +654,8 @@ export class WorkflowReplay {
       },
       waitForEvent(name, options = {}) {
         const seq = self.seq++;
+        // A run that ended (continued as new) takes nothing: its untaken events go to the new run.
+        if (self.finished) return new Promise<never>(() => {});
         const index = self.unclaimed.findIndex((e) => e.name === name);
         if (index >= 0) {
           const [event] = self.unclaimed.splice(index, 1);
@@ -680,6 +683,7 @@ export class WorkflowReplay {
         });
       },
       onEvent(name, handler) {
+        if (self.finished) return; // as waitForEvent: what the ended run received goes to the new run
         self.handlers.set(name, [...(self.handlers.get(name) ?? []), handler]);
         const earlier = self.unclaimed.filter((e) => name === '*' || e.name === name);
         self.unclaimed = self.unclaimed.filter((e) => !(name === '*' || e.name === name));
@@ -760,10 +764,10 @@ export const MAX_CARRIED_EVENTS = 1000;
 export const MAX_CARRIED_EVENT_BYTES = 245_760;
 
 /**
- * The untaken events a continue-as-new carries: the most recent ones, in order, within
- * MAX_CARRIED_EVENTS and MAX_CARRIED_EVENT_BYTES. Carried from run to run, events a workflow
- * never takes would otherwise pile up until its continue-as-new no longer fits in a decision
- * (refused for ever); the oldest are dropped first.
+ * The untaken events a continue-as-new carries, in order: from the most recent back, each that
+ * fits what is left of MAX_CARRIED_EVENT_BYTES, up to MAX_CARRIED_EVENTS (one too large is passed
+ * over, older ones may still fit). Carried from run to run, events a workflow never takes would
+ * otherwise pile up until its continue-as-new no longer fits in a decision (refused for ever).
  */
 function carriedEvents(unclaimed: ReadonlyArray<{ name: string; data: unknown[]; causeId?: string }>): { events: Array<{ name: string; data: Json[]; causeId?: string }>; dropped: number } {
   const events: Array<{ name: string; data: Json[]; causeId?: string }> = [];
