@@ -3,8 +3,8 @@
  * the failure "never happened". Two pure functions over a workflow's history say what that means:
  *
  * - `failureCause`: the tasks whose failure the failing decision saw (their `TaskFailed` was
- *   recorded after the decision before it started). Those run again; tasks that failed earlier
- *   and that the code handled stay failed.
+ *   recorded after the last decision before it that was recorded started). Those run again;
+ *   tasks that failed earlier and that the code handled stay failed.
  * - `replayableHistory`: the history as workflow code must see it after a retry: for every
  *   `WorkflowRetried`, the failing decision (`DecisionStarted`, `DecisionCompleted`, the
  *   `StepFailed` of the inline steps it ran), the `WorkflowFailed`, and the `TaskFailed` of the
@@ -40,9 +40,13 @@ export function failureCause(history: RetryHistoryEvent[]): { resetTasks: number
     }
   }
   if (decisionIndex === -1) return null;
+  // The decision before it whose outcome was recorded: one discarded (paused), lapsed or failed
+  // in between saw those failures too, but nothing of what it saw was kept.
+  const completed = new Set<string>();
+  for (let i = 0; i < decisionIndex; i++) if (history[i].type === 'DecisionCompleted') completed.add(history[i].data.decisionId);
   let previousIndex = -1;
   for (let i = decisionIndex - 1; i >= 0; i--) {
-    if (history[i].type === 'DecisionStarted') {
+    if (history[i].type === 'DecisionStarted' && completed.has(history[i].data.decisionId)) {
       previousIndex = i;
       break;
     }

@@ -71,6 +71,27 @@ describe('retrying a failed workflow', () => {
     expect(failureCause(numbered(failedHistory))?.resetTasks).toEqual([1]);
   });
 
+  it('counts from the last decision recorded, past one discarded, lapsed or failed in between (its outcome was never recorded)', () => {
+    // Task 1 failed; the next decision (d3) ran while the workflow was paused and was discarded,
+    // then d4 (after the resume) failed the workflow on it: task 1 is what d4 saw, so it is reset.
+    const failing = failedHistory.slice(0, -3);
+    for (const between of [
+      { type: 'DecisionDiscarded', data: { decisionId: 'd3', reason: 'paused' } },
+      { type: 'DecisionTimedOut', data: { decisionId: 'd3' } },
+      { type: 'DecisionFailed', data: { decisionId: 'd3', code: 'X', message: 'x', historyPosition: null, retryAt: at(6) } },
+    ] as WorkflowEvent[]) {
+      const history = [
+        ...failing,
+        decisionStarted('d3', 5),
+        between,
+        decisionStarted('d4', 7),
+        { type: 'DecisionCompleted', data: { decisionId: 'd4', commands: [{ type: 'FailWorkflow', error }] } },
+        { type: 'WorkflowFailed', data: { error } },
+      ] as WorkflowEvent[];
+      expect(failureCause(numbered(history))?.resetTasks).toEqual([1]);
+    }
+  });
+
   it('hands workflow code the history without the failure: the failing decision, WorkflowFailed and the reset TaskFailed are left out', () => {
     const retried = numbered([
       ...failedHistory,
