@@ -7,26 +7,13 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { Engine, HistoryEntry, describeHistory, portOf, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, freshStoreUrl, startService } from '../support/service.js';
+import { readModelRows } from '../support/read-model-rows.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 
 const LEASE = { LEASE_MS: '1000' };
-
-/** Every read-model row (the effects reactor's own checkpoint aside), table by table, in key order. */
-function readModelRows(storeUrl: string): Record<string, unknown[]> {
-  const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
-  try {
-    const tables = db.prepare<[], { name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm\\_%' ESCAPE '\\' ORDER BY name`).all();
-    return Object.fromEntries(
-      tables.map(({ name }) => [name, db.prepare(`SELECT * FROM ${name} ${name === 'rm_checkpoints' ? "WHERE name != 'effects'" : ''} ORDER BY 1`).all()]),
-    );
-  } finally {
-    db.close();
-  }
-}
 
 /** The same event type twice for one key is a duplicate (a claim or a result recorded twice). */
 function duplicates(history: HistoryEntry[]): string[] {

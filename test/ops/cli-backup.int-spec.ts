@@ -3,9 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { APP, Engine, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, startService } from '../support/service.js';
+import { readModelRows } from '../support/read-model-rows.js';
 import { waitFor } from '../support/wait-for.js';
 import { FIXTURES_MODULE, FixtureWorker, startWorker } from '../support/worker.js';
 
@@ -88,19 +88,6 @@ describe('baton backup, restored into a fresh instance', () => {
     expect(replay.code).toBe(0);
   });
 });
-
-/** Every read-model row of a store (the effects reactor's checkpoint aside), table by table. */
-function readModelRows(storeUrl: string): Record<string, unknown[]> {
-  const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
-  try {
-    const tables = db.prepare<[], { name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm\\_%' ESCAPE '\\' ORDER BY name`).all();
-    return Object.fromEntries(
-      tables.map(({ name }) => [name, db.prepare(`SELECT * FROM ${name} ${name === 'rm_checkpoints' ? "WHERE name != 'effects'" : ''} ORDER BY 1`).all()]),
-    );
-  } finally {
-    db.close();
-  }
-}
 
 describe('baton rebuild', () => {
   const stopped: Array<Service | FixtureWorker> = [];
