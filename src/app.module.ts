@@ -12,6 +12,7 @@ import { sandboxLandingPage } from './explorer/sandbox-landing.js';
 import { formatError } from './graphql/format-error.js';
 import { documentLimits, documentLimitsContext, noSubscriptionsRule, queryLimitsRule } from './graphql/query-limits.js';
 import { responseBudgetPlugin } from './graphql/response-budget.js';
+import { rootFieldRateLimitPlugin } from './tokens/root-field-rate.plugin.js';
 import { HealthModule } from './health/health.module.js';
 import { loggingModule } from './observability/logging.js';
 import { MetricsModule } from './observability/metrics.module.js';
@@ -76,6 +77,7 @@ export class AppModule {
           plugins: [
             sandboxLandingPage(),
             responseBudgetPlugin(config.maxResponseBytes),
+            rootFieldRateLimitPlugin(config.rateLimitPerMinute),
             // Apollo installs these by default. Baton sets no cache hints and is no federation
             // subgraph, yet the cache-control plugin hooks every field of every answer, which makes
             // Apollo wrap each resolver call (measured: docs/BENCHMARKS.md).

@@ -55,8 +55,8 @@ export class ForbiddenError extends BatonError {
 export class RateLimitedError extends BatonError {
   readonly code = 'RATE_LIMITED';
   readonly httpStatus = 429;
-  constructor(readonly retryAfterSeconds: number) {
-    super(`rate limit exceeded; retry after ${retryAfterSeconds}s`);
+  constructor(readonly retryAfterSeconds: number, message = `rate limit exceeded; retry after ${retryAfterSeconds}s`) {
+    super(message);
   }
 }
 

@@ -14,6 +14,11 @@ export const POSITION_HEADER = 'x-baton-position';
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /**
+     * Charges `count` more requests to the token's rate limit (a request's further root fields:
+     * rootFieldRateLimitPlugin); seconds to wait when that goes past the limit, else 0.
+     */
+    chargeRequests?: (count: number) => number;
   }
 }
 
@@ -23,15 +28,15 @@ class RateLimiter {
   private counts = new Map<string, number>();
   constructor(private readonly perMinute: number) {}
 
-  /** Seconds to wait, or 0 when the request may go ahead. */
-  take(key: string, now = Date.now()): number {
+  /** Counts `cost` requests; seconds to wait, or 0 when they may go ahead. */
+  take(key: string, now = Date.now(), cost = 1): number {
     if (this.perMinute === 0) return 0;
     const window = Math.floor(now / 60_000) * 60_000;
     if (window !== this.windowStart) {
       this.windowStart = window;
       this.counts = new Map();
     }
-    const count = (this.counts.get(key) ?? 0) + 1;
+    const count = (this.counts.get(key) ?? 0) + cost;
     this.counts.set(key, count);
     return count > this.perMinute ? Math.ceil((window + 60_000 - now) / 1000) : 0;
   }
@@ -120,6 +125,7 @@ export function installAuth(
       return graphqlError(reply, 429, 'RATE_LIMITED', `rate limit of ${rateLimitPerMinute} requests per minute exceeded; retry after ${retryAfter}s`);
     }
     request.principal = principal;
+    if (rateLimitPerMinute > 0) request.chargeRequests = (count) => limiter.take(principal.tokenId, clock.now(), count);
     const min = request.headers[MIN_POSITION_HEADER];
     if (typeof min === 'string' && min !== '') {
       if (!/^\d{1,19}$/.test(min)) {

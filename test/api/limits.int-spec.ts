@@ -251,6 +251,38 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE=5)', () => {
     expect(expectData(other).workflows.totalCount).toBe(0);
   });
 
+  it('every root field (alias) of a request counts: 6 dispatches in one request are refused as a whole, 3 and then 3 more too', async () => {
+    const [token] = await issueTokens(service, [{ apps: ['demo'] }]);
+    if (Date.now() % 60_000 > 55_000) {
+      const now = minute();
+      await waitFor(() => minute() !== now, { timeoutMs: 6_000, intervalMs: 50, description: 'the next minute' });
+    }
+    const started = minute();
+    const name = unique('Aliased');
+    const dispatches = (count: number, prefix: string) =>
+      JSON.stringify({
+        query: `mutation { ${Array.from({ length: count }, (_, i) => `${prefix}${i}: dispatchWorkflow(input: { appId: "demo", environment: "dev", name: "${name}", input: "[]" }) { id }`).join(' ')} }`,
+      });
+    const six = await post(service, dispatches(6, 'a'), token);
+    expect(six.status).toBe(429);
+    const error = expectError(six, 'RATE_LIMITED');
+    expect(error.message).toMatch(/6 root fields/);
+    expect(Number(six.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expectNoStackTrace(six.text);
+
+    // A fresh token: 3 aliases fit; 3 more in the same minute are refused (3 + 3 > 5) and dispatch nothing.
+    const [fresh] = await issueTokens(service, [{ apps: ['demo'] }]);
+    const three = await post(service, dispatches(3, 'b'), fresh);
+    expect(three.status).toBe(200);
+    expect(Object.keys(expectData(three))).toHaveLength(3);
+    const again = await post(service, dispatches(3, 'c'), fresh);
+    expect(again.status).toBe(429);
+    expectError(again, 'RATE_LIMITED');
+    expect(minute()).toBe(started);
+    const count = await post(service, JSON.stringify({ query: `{ workflows(filter: { appId: "demo", environment: "dev", name: "${name}" }) { totalCount } }` }), second);
+    expect(expectData(count).workflows.totalCount).toBe(3);
+  });
+
   it('requests without a valid token answer 401, not 429 (they are not counted against a token)', async () => {
     for (let i = 0; i < 7; i++) {
       expect((await post(service, '{"query":"{ __typename }"}', null)).status).toBe(401);
