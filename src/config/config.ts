@@ -44,6 +44,8 @@ export interface BatonConfig {
   maxPollsPerToken: number;
   /** Most awaitWorkflow fields one token may have waiting at once (every alias counts). */
   maxAwaitsPerToken: number;
+  /** Most schedules that can still fire (active or paused) one app may have, over its environments; 0: no bound. */
+  maxSchedulesPerApp: number;
   /** How long a claimed decision or task attempt may go without a heartbeat. */
   leaseMs: number;
   /** Most missed schedule time that is still fired on start. */
@@ -157,6 +159,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxResponseBytes: int('MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 128, 1, 100_000),
     maxAwaitsPerToken: int('MAX_AWAITS_PER_TOKEN', 10_000, 1, 10_000_000),
+    maxSchedulesPerApp: int('MAX_SCHEDULES_PER_APP', 10_000, 0, 100_000_000),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     idempotencyWindowMs: int('IDEMPOTENCY_WINDOW_MS', 24 * 3_600_000, 1000, 30 * 24 * 3_600_000),

@@ -71,6 +71,8 @@ export class SchedulesReadModel {
   private readonly lastDispatchOf = new Map<string, string>();
   private readonly nextCache = new Map<string, { cursor: number; status: ScheduleStatus; at: number | null }>();
   private readonly listeners: Array<(change: ScheduleChange) => void> = [];
+  /** How many of `byId` each app holds (MAX_SCHEDULES_PER_APP). */
+  private readonly perApp = new Map<string, number>();
 
   onChange(listener: (change: ScheduleChange) => void): void {
     this.listeners.push(listener);
@@ -120,6 +122,19 @@ export class SchedulesReadModel {
     return this.byId.size;
   }
 
+  /** How many schedules that can still fire (active or paused) `appId` has, over its environments. */
+  countOf(appId: string): number {
+    return this.perApp.get(appId) ?? 0;
+  }
+
+  private hold(view: ScheduleView): void {
+    if (!this.byId.has(view.id)) {
+      const app = view.state.spec.appId;
+      this.perApp.set(app, (this.perApp.get(app) ?? 0) + 1);
+    }
+    this.byId.set(view.id, view);
+  }
+
   /** How many entries each of its maps holds (memory diagnostics and specs). */
   get held(): { schedules: number; awaiting: number; running: number; nextFireAt: number } {
     return { schedules: this.byId.size, awaiting: this.awaitingDispatch.size, running: this.lastDispatchOf.size, nextFireAt: this.nextCache.size };
@@ -156,7 +171,7 @@ export class SchedulesReadModel {
   restore(view: ScheduleView, awaiting: AwaitingDispatch | null, running: string | null): void {
     if (awaiting) this.awaitingDispatch.set(awaiting.dispatchId, awaiting);
     if (view.state.status === 'deleted') return;
-    this.byId.set(view.id, view);
+    this.hold(view);
     if (running) this.lastDispatchOf.set(running, view.id);
   }
 
@@ -170,7 +185,7 @@ export class SchedulesReadModel {
       if (event.type !== 'ScheduleCreated') return;
       const state = scheduleDecider.evolve(scheduleDecider.initialState(), event) as ExistingSchedule;
       view = { id, state, revision: recorded.revision, createdAt: recorded.recordedAt, updatedAt: recorded.recordedAt };
-      this.byId.set(id, view);
+      this.hold(view);
     } else {
       const before = view.state;
       view.state = scheduleDecider.evolve(before, event) as ExistingSchedule;
@@ -191,7 +206,12 @@ export class SchedulesReadModel {
 
   /** A deleted schedule leaves memory; a fired occurrence of it still awaiting its dispatch stays (`awaitingDispatch`). */
   private forget(view: ScheduleView): void {
-    this.byId.delete(view.id);
+    if (this.byId.delete(view.id)) {
+      const app = view.state.spec.appId;
+      const left = (this.perApp.get(app) ?? 1) - 1;
+      if (left > 0) this.perApp.set(app, left);
+      else this.perApp.delete(app);
+    }
     this.nextCache.delete(view.id);
     const last = view.state.lastDispatchId;
     if (last !== null && this.lastDispatchOf.get(last) === view.id) this.lastDispatchOf.delete(last);

@@ -70,6 +70,15 @@ export class TooManyPollsError extends BatonError {
   }
 }
 
+/** An app already has as many schedules that can fire as it may (MAX_SCHEDULES_PER_APP). */
+export class TooManySchedulesError extends BatonError {
+  readonly code = 'RATE_LIMITED';
+  readonly details = { limit: 'MAX_SCHEDULES_PER_APP' };
+  constructor(appId: string, limit: number) {
+    super(`app ${JSON.stringify(appId)} already has ${limit} schedules that can fire, active or paused (MAX_SCHEDULES_PER_APP); delete one first`);
+  }
+}
+
 /** A token already has as many awaitWorkflow long polls waiting as it may (MAX_AWAITS_PER_TOKEN). */
 export class TooManyAwaitsError extends BatonError {
   readonly code = 'RATE_LIMITED';

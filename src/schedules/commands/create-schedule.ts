@@ -6,11 +6,13 @@ import { CLOCK, type Clock } from '../../shared/clock.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { parseJsonArray } from '../../shared/json.js';
 import { inputLimits } from '../../shared/limits.js';
+import { TooManySchedulesError } from '../../shared/errors.js';
 import { assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { normalizeTimezone, validateCron } from '../domain/cron.js';
 import { OverlapPolicy, ScheduleKind, nextFireAt, scheduleDecider } from '../domain/schedule.decider.js';
 import { ScheduleResult } from '../schedule.types.js';
+import { SchedulesReadModel } from '../schedules.read-model.js';
 
 export interface NewSchedule {
   appId: string;
@@ -35,10 +37,19 @@ export class ScheduleCreator {
     private readonly runner: DeciderRunner,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+    private readonly schedules: SchedulesReadModel,
   ) {}
 
+  /**
+   * A schedule through the API. Refused once the app has MAX_SCHEDULES_PER_APP schedules that can
+   * fire, as this instance has read them: a bound on what every instance holds and fires, not an
+   * exact quota (requests racing on several instances can each take the last place). A schedule
+   * a workflow's decision asked for (`createFor`) is never refused: the decision is recorded.
+   */
   async create(principal: Principal, s: NewSchedule): Promise<ScheduleResult> {
     assertScope(principal, s.appId, s.environment);
+    const limit = this.config.maxSchedulesPerApp;
+    if (limit > 0 && this.schedules.countOf(s.appId) >= limit) throw new TooManySchedulesError(s.appId, limit);
     return this.createFor(contextFor(principal, s.appId, s.environment), s);
   }
 
