@@ -126,8 +126,17 @@ export interface EventStore {
    * Answers how many events were removed when the store knows. Removing an unknown stream is a no-op.
    * With `expectedRevision`, only a stream whose last revision is still that one is removed, in one
    * step (another instance may append to it meanwhile); otherwise nothing is, and the answer is 0.
+   * With `remember`, the store keeps that it was removed (`wasDeleted`), as EventStoreDB's
+   * tombstone always does; the embedded store keeps one row per such stream.
    */
-  deleteStream?(streamId: string, options?: { expectedRevision?: bigint }): Promise<number | undefined>;
+  deleteStream?(streamId: string, options?: { expectedRevision?: bigint; remember?: boolean }): Promise<number | undefined>;
+  /**
+   * Whether `deleteStream` removed this stream (with `remember` on the embedded store; every
+   * deleted stream on EventStoreDB). A stream that never existed reads as empty, as a deleted one
+   * does; this tells them apart (an idempotency key's earlier generations, which retention may
+   * delete, from the generation not yet dispatched).
+   */
+  wasDeleted?(streamId: string): Promise<boolean>;
   /**
    * Drops what this process holds in memory of a stream another process deleted (retention), so
    * that reads of it go to the store. `deleteStream` does it for the process that deletes.

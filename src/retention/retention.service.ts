@@ -8,7 +8,7 @@ import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
-import { uuidv7 } from '../shared/ids.js';
+import { isDerivedId, uuidv7 } from '../shared/ids.js';
 import { type WorkflowView, WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
 export const RETENTION_JOB = 'retention.sweep';
@@ -129,7 +129,9 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
       if (page.length < TAIL_PAGE || page[page.length - 1].revision === 0n) return false; // never ended: not ours to delete
       fromRevision = page[page.length - 1].revision - 1n;
     }
-    const removed = await this.store.deleteStream!(streamId, { expectedRevision: last });
+    // A derived id (UUID v8: an idempotency key's generation, a child's) is remembered as deleted,
+    // so an idempotent dispatch walks past it rather than taking it for a free generation.
+    const removed = await this.store.deleteStream!(streamId, { expectedRevision: last, remember: isDerivedId(workflowId) });
     return removed !== 0;
   }
 }

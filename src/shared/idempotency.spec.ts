@@ -8,6 +8,8 @@ const WINDOW = 1000;
 /** A store of first dispatches by id, as the streams would hold them. */
 function store() {
   const streams = new Map<string, FirstDispatch>();
+  /** Streams retention deleted (and the store remembers deleted). */
+  const deleted = new Set<string>();
   let dispatches = 0;
   const run = (name: string, now: number) =>
     dispatchOnce({
@@ -16,6 +18,7 @@ function store() {
       now,
       windowMs: WINDOW,
       read: async (id) => streams.get(id),
+      deleted: async (id) => deleted.has(id),
       dispatch: async (id) => {
         dispatches++;
         if (streams.has(id)) return false;
@@ -23,7 +26,12 @@ function store() {
         return true;
       },
     });
-  return { run, streams, dispatched: () => dispatches };
+  /** Retention deletes a stream (past its window). */
+  const expire = (id: string) => {
+    streams.delete(id);
+    deleted.add(id);
+  };
+  return { run, streams, expire, dispatched: () => dispatches };
 }
 
 describe('dispatchOnce', () => {
@@ -41,6 +49,20 @@ describe('dispatchOnce', () => {
     expect(await s.run('Checkout', WINDOW)).toEqual({ id: idempotentId(scope, 1), created: true });
     expect(await s.run('Checkout', WINDOW + 10)).toEqual({ id: idempotentId(scope, 1), created: false });
     expect(await s.run('Checkout', 5 * WINDOW)).toEqual({ id: idempotentId(scope, 2), created: true });
+  });
+
+  it('walks past a generation retention deleted: a retry of a later one within its window answers it, and starts nothing again', async () => {
+    const s = store();
+    await s.run('Checkout', 0);
+    const second = await s.run('Checkout', WINDOW + 1);
+    expect(second).toEqual({ id: idempotentId(scope, 1), created: true });
+    s.expire(idempotentId(scope, 0));
+    expect(await s.run('Checkout', WINDOW + 500)).toEqual({ id: idempotentId(scope, 1), created: false });
+    expect(s.streams.has(idempotentId(scope, 0))).toBe(false);
+    // And past every generation deleted, the next free one.
+    s.expire(idempotentId(scope, 1));
+    expect(await s.run('Checkout', 3 * WINDOW)).toEqual({ id: idempotentId(scope, 2), created: true });
+    expect(s.dispatched()).toBe(3);
   });
 
   it('a racing dispatch that lost answers the winner', async () => {

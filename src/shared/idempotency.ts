@@ -11,6 +11,13 @@ import { derivedUuid } from './ids.js';
  * the workflow (or task) it names was dispatched longer ago than the window, the key is free again
  * and the next generation is tried, and so on. A key reused every day thus costs one extra
  * one-event read per past day; keys are meant to be retried for minutes, not reused forever.
+ *
+ * Retention may delete an earlier generation (it keeps a derived id for the window after its
+ * dispatch, no longer), and it remembers that it did (`EventStore.wasDeleted`): a deleted
+ * generation is one whose window has passed, so the walk goes on past it. Taken for a free one,
+ * a retry of a later generation within its window started the deleted one again under its old
+ * id (and on EventStoreDB, where a tombstoned stream cannot be written again, every dispatch of
+ * the key failed).
  */
 
 export type IdempotentKind = 'workflow' | 'task';
@@ -39,6 +46,8 @@ export interface DispatchOnce {
   windowMs: number;
   /** The first event under this id, if any. */
   read(id: string): Promise<FirstDispatch | undefined>;
+  /** Whether retention deleted the stream of this id (a generation whose window has passed). */
+  deleted?(id: string): Promise<boolean>;
   /** Dispatches under this id; true when it recorded a new dispatch, false when one existed. */
   dispatch(id: string): Promise<boolean>;
   /** Drops what this process caches of the id's stream (one retention deleted is still cached until its `WorkflowsExpired` arrives). */
@@ -51,6 +60,7 @@ export async function dispatchOnce(d: DispatchOnce): Promise<{ id: string; creat
     const id = idempotentId(d.scope, generation);
     let first = await d.read(id);
     if (!first) {
+      if (d.deleted && (await d.deleted(id))) continue;
       if (await d.dispatch(id)) return { id, created: true };
       first = await d.read(id);
       if (!first && d.forget) {

@@ -29,3 +29,6 @@ export const isUuid = (value: string): boolean => UUID.test(value);
  * protocol, whose workers derive the ids of what their calls start the same way.
  */
 export { derivedUuid } from '../protocol/decision-commands.js';
+
+/** Whether `id` is a derived UUID (version 8: an idempotency key's generation, a child's call), not a fresh UUID v7. */
+export const isDerivedId = (id: string): boolean => id.length === 36 && id[14] === '8';

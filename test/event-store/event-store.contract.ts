@@ -248,6 +248,21 @@ export function eventStoreContract(
         expect(await store.deleteStream(streamId, { expectedRevision: 1n })).not.toBe(0);
         expect(await store.readStream(streamId)).toEqual([]);
       });
+
+      it('tells a stream deleted with remember from one that never existed (an idempotency key\'s generations)', async () => {
+        if (!store.deleteStream || !store.wasDeleted) return;
+        const cat = category('remembered');
+        const [deleted, refused, never] = [streamIn(cat), streamIn(cat), streamIn(cat)];
+        await store.append(deleted, [newEvent()]);
+        await store.append(refused, [newEvent(), newEvent()]);
+        expect(await store.deleteStream(deleted, { expectedRevision: 0n, remember: true })).not.toBe(0);
+        // Not deleted (another append came first): nothing to remember.
+        expect(await store.deleteStream(refused, { expectedRevision: 0n, remember: true })).toBe(0);
+        expect(await store.readStream(deleted)).toEqual([]);
+        expect(await store.wasDeleted(deleted)).toBe(true);
+        expect(await store.wasDeleted(refused)).toBe(false);
+        expect(await store.wasDeleted(never)).toBe(false);
+      });
     });
 
     describe('global log', () => {

@@ -178,6 +178,52 @@ describe('retention past an idempotency key window (IDEMPOTENCY_WINDOW_MS=1000)'
   });
 });
 
+describe('retention deleting an earlier generation of a key reused after its window (IDEMPOTENCY_WINDOW_MS=8000, age 12 s)', () => {
+  let service: Service;
+  let worker: FixtureWorker;
+  const environment = unique('generations');
+  beforeAll(async () => {
+    // The age (12 s) between one window and two: the first generation outlives its window, a
+    // reuse starts the second beside it, and retention deletes the first within the second's window.
+    service = await startService({ env: { RETENTION_DAYS: String(12 / 86_400), RETENTION_SWEEP_MS: '100', IDEMPOTENCY_WINDOW_MS: '8000' } });
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await service?.stop();
+  });
+
+  it('a retry of the later generation within its window answers it: the deleted one is not started again under its old id', async () => {
+    const engine = new Engine(service, environment);
+    const key = unique('weekly');
+    const dispatch = async () =>
+      expectData(
+        await gql(service, 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
+          input: { appId: 'demo', environment, name: 'Noop', input: '[]', idempotencyKey: key },
+        }),
+      ).dispatchWorkflow.id as string;
+    const first = await dispatch();
+    const firstAt = Date.now();
+    await engine.waitForState(first);
+    await waitFor(() => Date.now() - firstAt > 8_200, { timeoutMs: 12_000, intervalMs: 50, description: 'the first window to pass' });
+    const second = await dispatch();
+    const secondAt = Date.now();
+    expect(second).not.toBe(first);
+    await waitFor(async () => (await engine.client.workflow('demo', environment, first)) === null, {
+      timeoutMs: 15_000,
+      intervalMs: 50,
+      description: 'retention to delete the first generation',
+    });
+    const retried = await dispatch();
+    // Within the second generation's window (the margin is seconds; a machine too slow for it says so).
+    expect({ withinWindow: Date.now() - secondAt < 8_000 }).toEqual({ withinWindow: true });
+    expect(retried).toBe(second);
+    expect(await engine.client.workflow('demo', environment, first)).toBeNull();
+    const listed = await gql(service, 'query($environment: String!) { workflows(filter: { appId: "demo", environment: $environment }) { totalCount } }', { environment });
+    expect(expectData(listed).workflows.totalCount).toBe(1);
+  });
+});
+
 describe('retryWorkflows while another instance is deleting the workflows it lists', () => {
   let service: Service | undefined;
   let worker: FixtureWorker | undefined;

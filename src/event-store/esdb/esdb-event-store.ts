@@ -134,8 +134,11 @@ export class EsdbEventStore implements EventStore {
     return { nextExpectedRevision: result.nextExpectedRevision, position };
   }
 
-  /** Tombstones the stream (retention): its events are gone for good and its name cannot be reused. */
-  async deleteStream(streamId: string, options: { expectedRevision?: bigint } = {}): Promise<number | undefined> {
+  /**
+   * Tombstones the stream (retention): its events are gone for good and its name cannot be reused
+   * (`wasDeleted` then answers true: the tombstone is the memory `remember` asks for).
+   */
+  async deleteStream(streamId: string, options: { expectedRevision?: bigint; remember?: boolean } = {}): Promise<number | undefined> {
     try {
       await this.call('tombstone', (client) =>
         client.tombstoneStream(streamId, { deadline: this.callTimeoutMs, ...(options.expectedRevision !== undefined ? { expectedRevision: options.expectedRevision } : {}) }),
@@ -145,6 +148,18 @@ export class EsdbEventStore implements EventStore {
       if (!(error instanceof StreamNotFoundError) && !(error instanceof StreamDeletedError)) throw error;
     }
     return undefined;
+  }
+
+  /** A tombstoned stream answers its reads `StreamDeletedError`; one that never existed, `StreamNotFoundError`. */
+  async wasDeleted(streamId: string): Promise<boolean> {
+    try {
+      await this.collect('readStream', (client) => client.readStream(streamId, { direction: FORWARDS, fromRevision: START, maxCount: 1 }));
+      return false;
+    } catch (error) {
+      if (error instanceof StreamDeletedError) return true;
+      if (error instanceof StreamNotFoundError) return false;
+      throw error;
+    }
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

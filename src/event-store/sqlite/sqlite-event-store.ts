@@ -268,6 +268,7 @@ export class SqliteEventStore implements EventStore {
         recorded_at INTEGER NOT NULL,
         UNIQUE (stream_id, revision)
       );
+      CREATE TABLE IF NOT EXISTS deleted_streams (stream_id TEXT PRIMARY KEY) WITHOUT ROWID;
     `));
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.maxBatch = options.maxBatch ?? 1000;
@@ -363,6 +364,8 @@ export class SqliteEventStore implements EventStore {
         'SELECT max(position) AS position FROM events',
       ),
       deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
+      rememberDeleted: this.db.prepare<[string]>('INSERT OR IGNORE INTO deleted_streams (stream_id) VALUES (?)'),
+      wasDeleted: this.db.prepare<[string], number>('SELECT 1 FROM deleted_streams WHERE stream_id = ?').pluck(),
       deleteStreamAt: this.db.prepare<[string, string, number]>(
         'DELETE FROM events WHERE stream_id = ? AND (SELECT max(revision) FROM events WHERE stream_id = ?) = ?',
       ),
@@ -641,7 +644,6 @@ export class SqliteEventStore implements EventStore {
     for (const waker of wakers) waker();
   }
 
-  /** Deletes the stream's rows (retention). AUTOINCREMENT never reuses their positions. */
   async readCategory(prefix: string): Promise<RecordedEvent[]> {
     this.assertOpen();
     if (prefix === '') throw new Error('readCategory needs a prefix');
@@ -650,11 +652,26 @@ export class SqliteEventStore implements EventStore {
     return this.stmt.category.all(prefix, end).map(toRecorded);
   }
 
-  async deleteStream(streamId: string, options: { expectedRevision?: bigint } = {}): Promise<number> {
+  /**
+   * Deletes the stream's rows (retention), and with `remember` keeps its id (`wasDeleted`) in the
+   * same transaction. AUTOINCREMENT never reuses their positions.
+   */
+  async deleteStream(streamId: string, options: { expectedRevision?: bigint; remember?: boolean } = {}): Promise<number> {
     this.assertOpen();
     this.tails.forget(streamId);
-    if (options.expectedRevision !== undefined) return this.stmt.deleteStreamAt.run(streamId, streamId, Number(options.expectedRevision)).changes;
-    return this.stmt.deleteStream.run(streamId).changes;
+    return this.db.transaction(() => {
+      const removed =
+        options.expectedRevision !== undefined
+          ? this.stmt.deleteStreamAt.run(streamId, streamId, Number(options.expectedRevision)).changes
+          : this.stmt.deleteStream.run(streamId).changes;
+      if (removed > 0 && options.remember) this.stmt.rememberDeleted.run(streamId);
+      return removed;
+    })();
+  }
+
+  async wasDeleted(streamId: string): Promise<boolean> {
+    this.assertOpen();
+    return this.stmt.wasDeleted.get(streamId) === 1;
   }
 
   forgetStream(streamId: string): void {

@@ -92,6 +92,7 @@ export class DispatchTaskHandler implements ICommandHandler<DispatchTask, Dispat
       now: Date.now(),
       windowMs: this.config.idempotencyWindowMs,
       read: (taskId) => firstDispatch(this.store, `task-${taskId}`),
+      deleted: async (taskId) => (await this.store.wasDeleted?.(`task-${taskId}`)) ?? false,
       dispatch: async (taskId) => (await dispatch(taskId)).created,
     });
     return { id };

@@ -156,6 +156,7 @@ export class DispatchWorkflowHandler implements ICommandHandler<DispatchWorkflow
       now: Date.now(),
       windowMs: this.config.idempotencyWindowMs,
       read: (workflowId) => firstDispatch(this.store, `workflow-${workflowId}`),
+      deleted: async (workflowId) => (await this.store.wasDeleted?.(`workflow-${workflowId}`)) ?? false,
       dispatch: async (workflowId) => (await dispatch(workflowId)).created,
       forget: (workflowId) => this.dispatcher.forget(workflowId),
     });
