@@ -140,10 +140,16 @@ export function toScheduleType(view: ScheduleView, model: SchedulesReadModel): S
     environment: spec.environment,
     kind: spec.kind as ScheduleKindValue,
     name: spec.name,
-    input: JSON.stringify(spec.input),
+    // Read only when the query selects them: a page of 500 schedules is read for their ids and
+    // times far more often than for their inputs (up to MAX_PAYLOAD_BYTES each) or their cron in words.
+    get input() {
+      return JSON.stringify(spec.input);
+    },
     tag: spec.tag,
     cron: spec.cron,
-    cronDescription: describeCron(cron),
+    get cronDescription() {
+      return describeCron(cron);
+    },
     timezone: spec.timezone,
     overlapPolicy: spec.overlapPolicy as ScheduleOverlapPolicy,
     catchUpWindowMs: spec.catchUpWindowMs,
