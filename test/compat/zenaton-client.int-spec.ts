@@ -198,6 +198,25 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect((await engine.workflow(id)).state).toBe('TERMINATED');
   });
 
+  it('dispatches and schedules a Name_vN whose N is long (a date-stamped version), which the client sends as the version', async () => {
+    // The client splits any `_v` and digits off the name; nine digits and fewer used to be all Baton took.
+    for (const version of ['v2020012001', 'v20200120013000123456789']) {
+      const name = `${unique('Report').replace(/-/g, '')}_${version}`;
+      const { id } = (await client.run.workflow(name))!;
+      expect((await engine.workflow(id)).name).toBe(name);
+      const scheduled = await client.schedule('0 2 * * * *').workflow(name);
+      expect((await schedule(scheduled!.id)).name).toBe(name);
+      await client.select.workflow(name).withId(id).terminate();
+    }
+    // A name and version longer together than a name may be is refused on the name, as a long name is.
+    const tooLong = await client.run.workflow(`${'N'.repeat(250)}_v1234567`).then(
+      () => null,
+      (error: Error) => error,
+    );
+    expect(tooLong).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+    expect(tooLong!.message).toBe('(dispatchWorkflow) name: with its version, must be at most 256 characters');
+  });
+
   it('what does not carry over, as the migration guide says: a pinned-version selection', async () => {
     // Dispatched as `Versioned`, it runs Versioned_v2; `Versioned_v2` (sent as it is) does not pick it.
     const tag = unique('pinned');

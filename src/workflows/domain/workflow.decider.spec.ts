@@ -805,6 +805,7 @@ describe('pickVersion', () => {
   it('compares versions as numbers', () => {
     expect(pickVersion('Onboarding', ['Onboarding_v2', 'Onboarding_v10'])).toBe('Onboarding_v10');
     expect(pickVersion('Onboarding', ['Onboarding_v10', 'Onboarding_v9'])).toBe('Onboarding_v10');
+    expect(pickVersion('Report', ['Report_v20200120010000000001', 'Report_v20200120010000000002', 'Report_v9'])).toBe('Report_v20200120010000000002');
   });
 
   it('prefers any Name_vN to the bare Name, and falls back to the bare Name', () => {

@@ -264,11 +264,12 @@ export interface NextDecision {
 /** The version of `name` a worker serving `offered` runs: `Name_vN` with the highest N, or `Name`. */
 export function pickVersion(name: string, offered: string[]): string | null {
   if (/_v\d+$/.test(name)) return offered.includes(name) ? name : null;
-  let best: { version: string; n: number } | null = offered.includes(name) ? { version: name, n: 0 } : null;
+  // BigInt: a date-stamped `_v2020012001000000001` is past a double's exact integers.
+  let best: { version: string; n: bigint } | null = offered.includes(name) ? { version: name, n: 0n } : null;
   for (const candidate of offered) {
     const match = /^(.*)_v(\d+)$/.exec(candidate);
-    if (match && match[1] === name && (best === null || Number(match[2]) > best.n)) {
-      best = { version: candidate, n: Number(match[2]) };
+    if (match && match[1] === name && (best === null || BigInt(match[2]) > best.n)) {
+      best = { version: candidate, n: BigInt(match[2]) };
     }
   }
   return best?.version ?? null;

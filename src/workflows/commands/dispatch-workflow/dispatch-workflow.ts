@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Args, Field, InputType, Mutation, Resolver } from '@nestjs/graphql';
-import { IsOptional, IsString, Matches } from 'class-validator';
+import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { BATON_CONFIG, type BatonConfig } from '../../../config/config.js';
 import { CommandContext, DeciderRunner } from '../../../event-store/decider-runner.js';
@@ -12,12 +12,18 @@ import { dispatchOnce, firstDispatch } from '../../../shared/idempotency.js';
 import { contextFor } from '../../../shared/command-context.js';
 import { uuidv7 } from '../../../shared/ids.js';
 import { parseJsonArray } from '../../../shared/json.js';
-import { inputLimits } from '../../../shared/limits.js';
+import { MAX_NAME_LENGTH, inputLimits } from '../../../shared/limits.js';
 import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { workflowDecider } from '../../domain/workflow.decider.js';
 import { DispatchWorkflowResult } from '../../workflow.types.js';
 import { Requires } from '../../../tokens/roles.js';
+
+/**
+ * `v` and any number of digits: the client splits any `_v` and digits off a name, so a
+ * date-stamped `Report_v2020012001` arrives as version `v2020012001`. The whole name is bounded.
+ */
+const VERSION = /^v\d+$/;
 
 @InputType({ description: 'A workflow to run now.' })
 export class DispatchWorkflowInput extends AppScopedInput {
@@ -50,7 +56,8 @@ export function VersionField(): PropertyDecorator {
     })(target, key);
     IsOptional()(target, key);
     IsString()(target, key);
-    Matches(/^v\d{1,9}$/, { message: 'must be "v" and a number, e.g. "v2"' })(target, key);
+    MaxLength(MAX_NAME_LENGTH)(target, key);
+    Matches(VERSION, { message: 'must be "v" and a number, e.g. "v2"' })(target, key);
   };
 }
 
@@ -62,9 +69,11 @@ export function VersionField(): PropertyDecorator {
  */
 export function versionedName(name: string, version: string | null | undefined): string {
   if (version == null) return name;
-  if (!/^v\d{1,9}$/.test(version)) throw new BadUserInputError('version', 'must be "v" and a number, e.g. "v2"');
+  if (!VERSION.test(version)) throw new BadUserInputError('version', 'must be "v" and a number, e.g. "v2"');
   if (/_(v\d+)$/.exec(name)?.[1] === version) return name;
-  return `${name}_${version}`;
+  const versioned = `${name}_${version}`;
+  if (versioned.length > MAX_NAME_LENGTH) throw new BadUserInputError('name', `with its version, must be at most ${MAX_NAME_LENGTH} characters`);
+  return versioned;
 }
 
 export interface WorkflowDispatch {
