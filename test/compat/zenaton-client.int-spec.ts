@@ -107,6 +107,21 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect((await engine.workflow(id)).state).toBe('TERMINATED');
   });
 
+  it('selects by an id given back in upper case (as some databases hand UUIDs back): the same workflow, not a quiet null', async () => {
+    const { id } = (await client.run.workflow('Listener'))!;
+    await engine.waitForEventType(id, 'DecisionCompleted');
+    expect(await client.select.workflow('Listener').withId(id.toUpperCase()).send('ping', 'upper')).toEqual({ status: 'OK' });
+    await engine.waitForEventType(id, 'WorkflowEventReceived', (d) => JSON.stringify(d.data) === '["upper"]');
+    expect(await client.select.workflow().withId(id.toUpperCase()).pause()).toEqual({ status: 'OK' });
+    expect((await engine.workflow(id)).state).toBe('PAUSED');
+    const raw = await service.gql('mutation($input: ResumeWorkflowsInput!) { resumeWorkflows(input: $input) { status workflowIds } }', {
+      input: { appId: APP, environment: ENV, selector: { id: id.toUpperCase() } },
+    });
+    expect(raw.body).toEqual({ data: { resumeWorkflows: { status: 'OK', workflowIds: [id] } } });
+    await client.select.workflow('Listener').withId(id.toUpperCase()).terminate();
+    expect((await engine.workflow(id)).state).toBe('TERMINATED');
+  });
+
   it('one tag on many workflows: a name-and-tag selection reaches each of them, through pause, events while paused and resume; one that matches none resolves NO_MATCH', async () => {
     const tag = unique('account:42');
     const ids = [];

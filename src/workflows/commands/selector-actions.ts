@@ -19,9 +19,14 @@ import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
  */
 export type ApiSelector = Selector | { id: string; name: string };
 
-/** Checks a selector has one of its forms. */
+/**
+ * Checks a selector has one of its forms. A UUID is read in either case (RFC 9562): ids are
+ * handed out in lower case, and one kept in a column that gives it back in upper case still
+ * picks its workflow.
+ */
 export function toSelector(input: WorkflowSelectorInput | null | undefined): ApiSelector {
-  const id = input?.id ?? null;
+  const given = input?.id ?? null;
+  const id = given !== null && isUuid(given) ? given.toLowerCase() : given;
   const name = input?.name ?? null;
   const tag = input?.tag ?? null;
   if (id !== null && tag === null) return name === null ? { id } : { id, name };
