@@ -19,14 +19,9 @@ import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
  */
 export type ApiSelector = Selector | { id: string; name: string };
 
-/**
- * Checks a selector has one of its forms. A UUID is read in either case (RFC 9562): ids are
- * handed out in lower case, and one kept in a column that gives it back in upper case still
- * picks its workflow.
- */
+/** Checks a selector has one of its forms. */
 export function toSelector(input: WorkflowSelectorInput | null | undefined): ApiSelector {
-  const given = input?.id ?? null;
-  const id = given !== null && isUuid(given) ? given.toLowerCase() : given;
+  const id = input?.id ?? null;
   const name = input?.name ?? null;
   const tag = input?.tag ?? null;
   if (id !== null && tag === null) return name === null ? { id } : { id, name };
@@ -63,7 +58,9 @@ export class SelectorActions {
   async select(appId: string, environment: string, selector: ApiSelector): Promise<WorkflowView[]> {
     const at = await this.fence.upToHead();
     if ('id' in selector) {
-      const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id) : undefined;
+      // A UUID is read in either case (RFC 9562): ids are handed out in lower case, and one kept
+      // in a column that gives it back in upper case still picks its workflow.
+      const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id.toLowerCase()) : undefined;
       // With a name, the id must be a workflow of that name (or of that name's versions).
       const named = !('name' in selector) || (view !== undefined && (view.name === selector.name || baseName(view.name) === selector.name));
       if (!view || !named) {
