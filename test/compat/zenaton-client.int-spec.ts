@@ -264,6 +264,9 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
       return t?.state === 'COMPLETED' ? t : null;
     }, { timeoutMs: 15_000, description: 'the task to complete' });
     expect(done).toMatchObject({ name: 'echo', tag: null, input: '["hello from zenaton"]', output: '"hello from zenaton"' });
+    // A tag on a task is dropped by the client itself, as the migration guide says.
+    const tagged = (await client.run.withTag('invoice:42').task('echo', 'tagged'))!;
+    expect(await task(tagged.id)).toMatchObject({ name: 'echo', tag: null, input: '["tagged"]' });
   });
 
   it("schedules a workflow and a task with the original's six-field cron (`0 2 * * * *`: daily at 02:00)", async () => {
