@@ -16,6 +16,10 @@ const documented = {
     String.raw`{"query":"mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }","variables":{"input":{"appId":"${appId}","environment":"${environment}","name":"${name}","input":"[]"}}}`,
   sendEventToWorkflows: (appId: string, environment: string, selector: string, event: string) =>
     String.raw`{"query":"mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { status } }","variables":{"input":{"appId":"${appId}","environment":"${environment}","selector":${selector},"name":"${event}","data":"[{\"plan\":\"pro\"}]"}}}`,
+  scheduleTask: (appId: string, environment: string, cron: string, name: string) =>
+    String.raw`{"query":"mutation($input: ScheduleTaskInput!) { scheduleTask(input: $input) { id } }","variables":{"input":{"appId":"${appId}","environment":"${environment}","cron":"${cron}","name":"${name}","input":"[\"weekly\"]"}}}`,
+  scheduleWorkflow: (appId: string, environment: string, cron: string, name: string) =>
+    String.raw`{"query":"mutation($input: ScheduleWorkflowInput!) { scheduleWorkflow(input: $input) { id } }","variables":{"input":{"appId":"${appId}","environment":"${environment}","cron":"${cron}","name":"${name}","input":"[{\"format\":\"pdf\"}]"}}}`,
   selectorAction: (mutation: string, inputType: string, appId: string, environment: string, selector: string) =>
     `{"query":"mutation($input: ${inputType}!) { ${mutation}(input: $input) { status } }","variables":{"input":{"appId":"${appId}","environment":"${environment}","selector":${selector}}}}`,
 };
@@ -83,6 +87,27 @@ describe('documented request bodies', () => {
     expect(received).toHaveLength(1);
     expect(JSON.parse(received[0].data)).toEqual({ name: 'PlanChosen', data: [{ plan: 'pro' }] });
     expect((await api.history(other)).map((e) => e.type)).not.toContain('WorkflowEventReceived');
+  });
+
+  it.each([
+    ['scheduleTask', 'TASK', documented.scheduleTask],
+    ['scheduleWorkflow', 'WORKFLOW', documented.scheduleWorkflow],
+  ] as const)('%s (a %s schedule) returns exactly { data: { … : { id } } } and the schedule is stored as sent, with the six-field cron', async (mutation, kind, body) => {
+    const name = unique('Report');
+    const response = await post(service, body(app, env, '0 2 * * * *', name));
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ data: { [mutation]: { id: expect.stringMatching(UUID) } } });
+    const id = response.body.data[mutation].id;
+    const read = await post(
+      service,
+      JSON.stringify({
+        query: 'query($appId: String!, $environment: String!, $id: ID!) { schedule(appId: $appId, environment: $environment, id: $id) { id kind name cron input tag timezone state } }',
+        variables: { appId: app, environment: env, id },
+      }),
+    );
+    const schedule = expectData(read).schedule;
+    expect(schedule).toMatchObject({ id, kind, name, cron: '0 2 * * * *', tag: null, timezone: 'UTC', state: 'ACTIVE' });
+    expect(JSON.parse(schedule.input)).toEqual(kind === 'TASK' ? ['weekly'] : [{ format: 'pdf' }]);
   });
 
   const selectorForms = [
