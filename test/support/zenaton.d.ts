@@ -24,6 +24,8 @@ declare module 'zenaton' {
     readonly run: Running;
     readonly select: { workflow(name?: string): Selection; withTag(tag: string): Selection; withId(id: string): Selection };
     readonly schedule: (cron: string) => Scheduling;
+    /** A connector: `post(url, parameters)` (and get, put, patch, delete) dispatches the task `<service>:<method>`. */
+    connector(service: string, serviceId?: string): Record<'post' | 'get' | 'put' | 'patch' | 'delete', (url: string, parameters?: unknown) => Promise<{ id: string } | null>>;
   }
   /** The client's error classes: ExternalZenatonError for what the service refused (GraphQL errors). */
   const zenaton: {
