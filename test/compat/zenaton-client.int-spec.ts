@@ -107,6 +107,16 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect((await engine.workflow(id)).state).toBe('TERMINATED');
   });
 
+  it('events sent right after the dispatch, before a worker has run the workflow, reach it in order', async () => {
+    const tag = unique('eager');
+    const { id } = (await client.run.withTag(tag).workflow('Listener'))!;
+    const byTag = () => client.select.workflow('Listener').withTag(tag);
+    expect(await byTag().send('ping', 1)).toEqual({ status: 'OK' });
+    expect(await client.select.workflow('Listener').withId(id).send('ping', 2)).toEqual({ status: 'OK' });
+    expect(await byTag().send('stop')).toEqual({ status: 'OK' });
+    expect(await engine.waitForState(id)).toMatchObject({ state: 'COMPLETED', result: [[1], [2]] });
+  });
+
   it('selects by an id given back in upper case (as some databases hand UUIDs back): the same workflow, not a quiet null', async () => {
     const { id } = (await client.run.workflow('Listener'))!;
     await engine.waitForEventType(id, 'DecisionCompleted');
