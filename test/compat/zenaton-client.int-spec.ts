@@ -331,6 +331,19 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     for (const cron of ['30 6 * * 0 *', '30 6 ? * SUN *']) for (const d of await firings(cron)) expect([d.getUTCDay(), ...at(d)]).toEqual([0, 6, 30]);
   });
 
+  it('runs the task a task schedule created by the client fires, with its arguments', async () => {
+    const taskName = unique('everySecondTask');
+    // Resolves to undefined (the client reads `createTaskSchedule`): the schedule is found by name.
+    expect(await client.schedule('* * * * * * *').task(taskName, 'from a schedule', 7)).toBeUndefined();
+    const [created] = await schedulesNamed(taskName);
+    expect(created).toMatchObject({ kind: 'TASK', name: taskName });
+    const byName = 'query($appId: String!, $environment: String!, $name: String) { tasks(filter: { appId: $appId, environment: $environment, name: $name }) { nodes { id name input scheduleId } } }';
+    const fired = await waitFor(async () => (await query(byName, { name: taskName })).tasks.nodes[0], { timeoutMs: 10_000, description: 'a task dispatched by the schedule' });
+    expect(fired).toMatchObject({ name: taskName, input: '["from a schedule",7]', scheduleId: created.id });
+    const removed = await service.gql('mutation($input: DeleteScheduleInput!) { deleteSchedule(input: $input) { id state } }', { input: { appId: APP, environment: ENV, id: created.id } });
+    expect(removed.body.errors).toBeUndefined();
+  });
+
   it('dispatches what a schedule created by the client fires, with its tag', async () => {
     const tag = unique('every-second');
     // Seven fields: seconds first, then the year; fires every second.
