@@ -267,6 +267,21 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect({ status: anonymous.status, code: ((await anonymous.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0].extensions.code }).toEqual({ status: 401, code: 'UNAUTHENTICATED' });
   });
 
+  it('a gateway URL that already ends in /graphql is a refusal the client throws as such (not a crash on a missing `data`)', async () => {
+    process.env.ZENATON_GATEWAY_URL = `${service.url}/graphql`;
+    try {
+      const error = await client.run.workflow('Noop').then(
+        () => null,
+        (e: Error) => e,
+      );
+      // The 404 is coded NOT_FOUND but not typed so: typed, the client would return the absent `data` and fail reading it.
+      expect(error).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+      expect(error!.message).toBe('Cannot POST /graphql/graphql');
+    } finally {
+      process.env.ZENATON_GATEWAY_URL = service.url;
+    }
+  });
+
   it('dispatches a task', async () => {
     const { id } = (await client.run.task('echo', 'hello from zenaton'))!;
     const done = await waitFor(async () => {
