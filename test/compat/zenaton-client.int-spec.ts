@@ -188,6 +188,10 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect(cron).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
     expect(cron.message).toBe('(scheduleWorkflow) cron: "0 0 31 2 * *" never fires (no matching date exists, or its years are past)');
 
+    const tooBig = await refusal(() => client.run.workflow('Listener', 'x'.repeat(300 * 1024)));
+    expect(tooBig).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
+    expect(tooBig.message).toBe('(dispatchWorkflow) input: must be at most 262144 bytes of JSON');
+
     const stranger = new zenaton.Client(APP, 'not-a-baton-token', ENV, 'stranger');
     const unauthenticated = await refusal(() => stranger.run.workflow('Listener'));
     expect(unauthenticated).toBeInstanceOf(zenaton.Errors.ExternalZenatonError);
