@@ -316,6 +316,10 @@ describe('the original zenaton npm client (0.8.0) against Baton', () => {
     expect(await client.schedule('0 2 * * * *').task(taskName, 1)).toBeUndefined();
     const [taskSchedule] = await schedulesNamed(taskName);
     expect(taskSchedule).toMatchObject({ kind: 'TASK', cron: '0 2 * * * *', cronDescription: 'At 02:00' });
+
+    // The same call again is a second schedule, as the migration guide warns.
+    await client.schedule('0 2 * * * *').task(taskName, 1);
+    expect(new Set((await schedulesNamed(taskName)).map((s: { id: string }) => s.id)).size).toBe(2);
   });
 
   it('schedules odd but valid six-field crons (`?`, `0/15`, L, #, W) to fire when they say', async () => {
