@@ -1,19 +1,14 @@
-import { Alert, Anchor, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
-import cronstrue from 'cronstrue';
+import { Alert, Anchor, Button, Group, Select, Stack, Table, Text, Title } from '@mantine/core';
 import { Fragment, useState } from 'react';
 import { HISTORY_PAGE, HistoryEvent, Scope, gql, readHistoryPage } from '../api';
-import { ConfirmButton, StateBadge, shortId, time, useAction, usePolling, useSession } from '../shared';
+import { ConfirmButton, CursorListButtons, StateBadge, atLeast, shortId, time, useAction, useCursorList, usePolling, useSession } from '../shared';
 
-const SCHEDULES = `query($filter: ScheduleFilterInput!) { schedules(filter: $filter, first: 200) { nodes {
-  id kind name tag cron timezone state nextFireAt lastFiredAt firedCount skippedCount triggeredCount nextFirings(count: 5) { at local } } } }`;
-
-function inWords(cron: string): string {
-  try {
-    return cronstrue.toString(cron, { use24HourTimeFormat: true, verbose: false });
-  } catch {
-    return cron;
-  }
-}
+const PAGE = 100;
+const NODE = 'id kind name tag cron cronDescription timezone state nextFireAt lastFiredAt firedCount skippedCount triggeredCount nextFirings(count: 5) { at local }';
+// The page size is written in the query: the complexity limit counts a variable `first` as its largest value.
+const SCHEDULES = `query($filter: ScheduleFilterInput!, $after: String) { schedules(filter: $filter, first: ${PAGE}, after: $after) {
+  totalCount totalCountCapped pageInfo { endCursor hasNextPage } nodes { ${NODE} } } }`;
+const STATES = ['ACTIVE', 'PAUSED', 'DELETED'];
 
 /** A date in the schedule's own time zone. */
 const zoned = (iso: string, timezone: string) => `${new Date(iso).toLocaleString(undefined, { timeZone: timezone, hour12: false })}`;
@@ -36,7 +31,7 @@ async function lastFirings(scope: Scope, id: string, count: number): Promise<His
   return found.slice(-count).reverse();
 }
 
-function LastFirings({ id }: { id: string }) {
+function LastFirings({ id, kind }: { id: string; kind: string }) {
   const { scope } = useSession();
   const { data } = usePolling(() => lastFirings(scope, id, 10), [id], 5000);
   const firings = data ?? [];
@@ -46,7 +41,16 @@ function LastFirings({ id }: { id: string }) {
       {firings.map((e) => (
         <Text size="sm" key={e.revision}>
           {time(e.recordedAt)} {e.type === 'ScheduleTriggered' ? '(triggered)' : ''} →{' '}
-          {e.data.dispatchId ? <Anchor href={`#/workflows/${e.data.dispatchId}`}>{shortId(e.data.dispatchId)}</Anchor> : '—'}
+          {!e.data.dispatchId ? (
+            '—'
+          ) : kind === 'WORKFLOW' ? (
+            <Anchor href={`#/workflows/${e.data.dispatchId}`}>{shortId(e.data.dispatchId)}</Anchor>
+          ) : (
+            // A task has no page of its own: its id, to look it up in the tasks query.
+            <Text span size="sm" ff="monospace">
+              task {e.data.dispatchId}
+            </Text>
+          )}
         </Text>
       ))}
     </Stack>
@@ -55,15 +59,31 @@ function LastFirings({ id }: { id: string }) {
 
 export function SchedulesPage() {
   const { scope, canControl } = useSession();
-  const { data, error, reload } = usePolling(() => gql(SCHEDULES, { filter: scope }), [scope.appId, scope.environment]);
-  const action = useAction(reload);
+  const [state, setState] = useState<string | null>(null);
+  const filter = { ...scope, ...(state ? { state } : {}) };
+  const [reloads, setReloads] = useState(0);
+  // In creation order, a page at a time: every schedule can be reached, however many came before it.
+  const list = useCursorList(
+    () => gql(SCHEDULES, { filter }),
+    (data: any) => data.schedules,
+    async (after) => (await gql(SCHEDULES, { filter, after })).schedules,
+    `${JSON.stringify(filter)}#${reloads}`,
+  );
+  const { data, error } = list;
+  const action = useAction(() => setReloads((n) => n + 1));
   const [open, setOpen] = useState<string | null>(null);
   const act = (field: string, input: string, id: string) => action.run(() => gql(`mutation($input: ${input}!) { ${field}(input: $input) { id } }`, { input: { ...scope, id } }));
 
   return (
     <Stack>
       <Title order={3}>Schedules</Title>
+      <Group align="flex-end">
+        <Select label="State" data={STATES} value={state} onChange={setState} clearable placeholder="any" />
+      </Group>
       {(error || action.error) && <Alert color="red">{error ?? action.error}</Alert>}
+      <Text size="sm" c="dimmed">
+        {data ? `${atLeast(data.schedules.totalCount, data.schedules.totalCountCapped)} schedules, oldest first` : 'Loading…'}
+      </Text>
       <Table striped data-testid="schedules-table">
         <Table.Thead>
           <Table.Tr>
@@ -76,7 +96,7 @@ export function SchedulesPage() {
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {(data?.schedules.nodes ?? []).map((s: any) => (
+          {list.nodes.map((s: any) => (
             <Fragment key={s.id}>
               <Table.Tr data-schedule={s.name}>
                 <Table.Td>
@@ -86,7 +106,7 @@ export function SchedulesPage() {
                   </Text>
                 </Table.Td>
                 <Table.Td>
-                  <Text size="sm">{inWords(s.cron)}</Text>
+                  <Text size="sm">{s.cronDescription}</Text>
                   <Text size="xs" c="dimmed" ff="monospace">
                     {s.cron} ({s.timezone})
                   </Text>
@@ -136,7 +156,7 @@ export function SchedulesPage() {
               {open === s.id && (
                 <Table.Tr>
                   <Table.Td colSpan={6}>
-                    <LastFirings id={s.id} />
+                    <LastFirings id={s.id} kind={s.kind} />
                   </Table.Td>
                 </Table.Tr>
               )}
@@ -144,6 +164,7 @@ export function SchedulesPage() {
           ))}
         </Table.Tbody>
       </Table>
+      <CursorListButtons list={list} moreLabel="Load more" />
     </Stack>
   );
 }
