@@ -135,6 +135,21 @@ describe('schedules through the API', () => {
       expect(s.nextFirings[0]).toEqual({ at: s.nextFireAt, local: new Date(a).toISOString().replace('.000Z', 'Z') });
     });
 
+    it('a year step from any year (`*/2`, as the refusal of a bad year suggests) counts from 1970, the first year', async () => {
+      const refusal = error(await api.scheduleTaskRaw({ name: 'Report', cron: '0 2 * * * 1969', input: '[]' }), 'BAD_USER_INPUT', 'cron');
+      expect(refusal).toContain('*/2');
+      const id = await api.scheduleTask({ name: unique('EvenYears'), cron: '0 0 1 1 * */2', input: '[]' });
+      const s = data(await view(id)).schedule;
+      expect(s.nextFirings.map((f: { at: string }) => f.at.slice(0, 10))).toEqual(['2028-01-01', '2030-01-01', '2032-01-01']);
+      expect(s.cronDescription).toMatch(/every 2 years/);
+    });
+
+    it('`FRI#L` (the last Friday, as croner also writes it) is described, not "An error occurred"', async () => {
+      const id = await api.scheduleTask({ name: unique('LastFriday'), cron: '0 18 * * FRI#L', input: '[]' });
+      const s = data(await view(id)).schedule;
+      expect(s.cronDescription).toBe('At 18:00, on the last Friday of the month');
+    });
+
     it('next firings are given in the zone, across daylight saving and the end of a year field', async () => {
       // Only in 2099: the last Sunday of March at 02:30 does not exist in Paris (02:00 → 03:00).
       const dst = await api.scheduleTask({ name: unique('Dst'), cron: '30 2 * 3 SUN 2099', timezone: 'Europe/Paris', input: '[]' });

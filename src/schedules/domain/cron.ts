@@ -146,6 +146,9 @@ function quartzField(field: CronFieldName, value: string): string {
   return value
     .split(',')
     .map((token) => {
+      // croner steps `*` from the field's own lowest value, year 0 for the year (which it then
+      // refuses): a year step runs from 1970, the first year Baton takes.
+      if (field === 'year' && /^\*\/\d+$/.test(token)) return `${MIN_YEAR}-${MAX_YEAR}${token.slice(1)}`;
       const start = /^(\d+)\/(\d+)$/.exec(token);
       if (!start) return token;
       const [min, max] = FIELD_BOUNDS[field];
@@ -398,6 +401,13 @@ export function localIso(timezone: string, instant: number): string {
 export function describeCron(c: CompiledCron): string {
   const fields = c.pattern.split(' ');
   // A zero second and any year say nothing: give cronstrue the five standard fields then.
-  const pattern = fields[0] === '0' && fields[6] === '*' ? fields.slice(1, 6).join(' ') : c.pattern;
-  return cronstrue.toString(pattern, { use24HourTimeFormat: true, throwExceptionOnParseError: false });
+  // `FRI#L` (croner's other spelling of `5L`, the last Friday) is unknown to cronstrue.
+  fields[5] = fields[5].replace(/(\w+)#L\b/gi, '$1L');
+  const pattern = fields[0] === '0' && fields[6] === '*' ? fields.slice(1, 6).join(' ') : fields.join(' ');
+  try {
+    return cronstrue.toString(pattern, { use24HourTimeFormat: true });
+  } catch {
+    // A form cronstrue does not know: the expression itself rather than its "An error occurred".
+    return c.expression;
+  }
 }
