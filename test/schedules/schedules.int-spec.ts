@@ -101,6 +101,19 @@ describe('schedules through the API', () => {
       expect(response.body.errors![0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'cron', cronField });
     });
 
+    it.each([
+      ['Asia/Kolkata', '+05:30'],
+      ['Europe/Kyiv', '+02:00'],
+      ['America/Argentina/Buenos_Aires', '-03:00'],
+      ['US/Eastern', '-05:00'],
+    ])('keeps the time zone %s as given, not the older name the runtime may resolve it to', async (timezone, offset) => {
+      const id = await api.scheduleTask({ ...valid, cron: '0 12 1 1 *', timezone });
+      const s = data(
+        await service.gql('query($id: ID!) { schedule(appId: "demo", environment: "schedules", id: $id) { timezone nextFirings(count: 1) { local } } }', { id }),
+      ).schedule;
+      expect(s).toEqual({ timezone, nextFirings: [{ local: expect.stringMatching(new RegExp(`-01-01T12:00:00\\${offset}$`)) }] });
+    });
+
     it('a token for another app is FORBIDDEN', async () => {
       error(await api.scheduleTaskRaw({ ...valid, appId: 'someone-else' }), 'FORBIDDEN');
     });

@@ -66,7 +66,7 @@ export interface CompiledCron {
   readonly expression: string;
   /** The seven-field pattern (`second minute hour day-of-month month day-of-week year`) it stands for. */
   readonly pattern: string;
-  /** Canonical IANA name. */
+  /** IANA name, as the schedule was given it (case corrected). */
   readonly timezone: string;
   /** Occurrences on the naive local timeline. */
   readonly naive: Cron;
@@ -204,7 +204,14 @@ function parsePattern(pattern: string, fields: CronFieldName[], written: string[
   }
 }
 
-/** Canonical IANA name of a time zone; throws BAD_USER_INPUT on `timezone` for an unknown one. */
+/**
+ * The IANA name of a time zone as the user gave it, with its case corrected; throws BAD_USER_INPUT
+ * on `timezone` for an unknown one. Not the runtime's resolved name: ICU resolves a link to its
+ * older CLDR name (Node 20: `Asia/Kolkata` is `Asia/Calcutta`, `Europe/Kyiv` `Europe/Kiev`), and
+ * newer runtimes stopped doing so, so a schedule read back a zone other than the one it was
+ * given, and which one depended on the Node version. A name written all in lower case that is a
+ * link (`us/eastern`) takes the resolved name: its proper case cannot be told.
+ */
 export function normalizeTimezone(raw: string | null | undefined): string {
   if (raw == null) return DEFAULT_TIMEZONE;
   const name = raw.trim();
@@ -213,7 +220,8 @@ export function normalizeTimezone(raw: string | null | undefined): string {
   // daylight-saving rules: Baton takes IANA names only, on every Node.
   if (/^[+-]\d/.test(name)) throw new BadUserInputError('timezone', `${JSON.stringify(raw)} is an offset, not a time zone; use an IANA name such as "Etc/GMT-5" or "Asia/Karachi"`);
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+    const resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+    return resolved.toLowerCase() === name.toLowerCase() || name === name.toLowerCase() ? resolved : name;
   } catch {
     throw new BadUserInputError('timezone', `unknown time zone ${JSON.stringify(raw)}; use an IANA name such as "Europe/Paris" or "UTC"`);
   }
@@ -347,7 +355,16 @@ function formatter(timezone: string): Intl.DateTimeFormat {
   return f;
 }
 
-const isUtc = (timezone: string): boolean => timezone === 'UTC' || timezone === 'Etc/UTC';
+const utcZones = new Map<string, boolean>();
+/** Whether a zone is UTC under any of its names (`UTC`, `Etc/UTC`, `Etc/Universal`, `Zulu`...): no Intl work then. */
+function isUtc(timezone: string): boolean {
+  let utc = utcZones.get(timezone);
+  if (utc === undefined) {
+    utc = new Intl.DateTimeFormat('en-US', { timeZone: timezone }).resolvedOptions().timeZone === 'UTC';
+    if (utcZones.size < 1000) utcZones.set(timezone, utc);
+  }
+  return utc;
+}
 
 /** The wall-clock time in `timezone` at `instant`, as naive epoch ms (the fields read as UTC). */
 export function wallTime(timezone: string, instant: number): number {
