@@ -8,7 +8,7 @@ import { hasChromium, launchChromium } from '../support/chromium.js';
  * The dashboard's Schedules page, in headless Chromium: a cron is said in the words the service
  * gives (the six-field form with a year is the original service's, not seconds-first), a task
  * schedule's firings do not link to workflow pages, and a schedule created after more than a page
- * of others can still be reached.
+ * of others can still be reached; a malformed link does not blank the app.
  */
 const itInBrowser = hasChromium ? it : it.skip;
 const ENV = 'ui-schedules';
@@ -98,6 +98,16 @@ describe('dashboard: schedules', () => {
       },
       { timeoutMs: 15_000, intervalMs: 300, description: 'the schedule "Latest" on the Schedules page' },
     );
+    await page.context().close();
+  });
+
+  itInBrowser('a link with a malformed escape (#/workflows/%E0%A4%A) opens a page, with no uncaught error', async () => {
+    const page = await schedulesPage();
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(`${service.url}/ui#/workflows/%E0%A4%A`);
+    await page.getByText(/No workflow .* in demo/).waitFor();
+    expect(errors).toEqual([]);
     await page.context().close();
   });
 

@@ -21,7 +21,15 @@ const PAGES = [
 
 /** Hash routes (#/workflows, #/workflows/<id>, ...): the server answers /ui only. */
 function useRoute(): [string[], (path: string) => void] {
-  const read = () => (window.location.hash.replace(/^#\/?/, '') || 'workflows').split('/').map(decodeURIComponent);
+  // A malformed escape (a truncated link) is kept as written: decodeURIComponent would throw and blank the page.
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  };
+  const read = () => (window.location.hash.replace(/^#\/?/, '') || 'workflows').split('/').map(decode);
   const [route, setRoute] = useState(read);
   useEffect(() => {
     const onChange = () => setRoute(read());
