@@ -16,26 +16,47 @@ const zoned = (iso: string, timezone: string) => `${new Date(iso).toLocaleString
 const isFiring = (e: HistoryEvent) => e.type === 'ScheduleFired' || e.type === 'ScheduleTriggered';
 
 /**
- * The schedule's last `count` firings, newest first: its history read backwards a page at a time
- * from its end (`historyLength`) until that many are found, never the whole history.
+ * How far back from its end a schedule's history is searched for firings, at each refresh. A
+ * history can be mostly other events (a SKIP schedule whose workflow is stuck records a skip per
+ * occurrence; pauses and resumes): searching until ten firings are found read all of it, every
+ * five seconds.
  */
-async function lastFirings(scope: Scope, id: string, count: number): Promise<HistoryEvent[]> {
+const SEARCH_EVENTS = 4 * HISTORY_PAGE;
+
+interface Firings {
+  firings: HistoryEvent[];
+  /** Events searched from the end, and the history's length. */
+  searched: number;
+  length: number;
+}
+
+/**
+ * The schedule's last `count` firings, newest first: its history read backwards a page at a time
+ * from its end (`historyLength`) until that many are found or SEARCH_EVENTS were read.
+ */
+async function lastFirings(scope: Scope, id: string, count: number): Promise<Firings> {
   const data = await gql(`query($appId: String!, $environment: String!, $id: ID!) { schedule(appId: $appId, environment: $environment, id: $id) { historyLength } }`, { ...scope, id });
+  const length: number = data.schedule?.historyLength ?? 0;
   const found: HistoryEvent[] = [];
-  for (let end = data.schedule?.historyLength ?? 0; end > 0 && found.length < count; ) {
-    const from = Math.max(0, end - HISTORY_PAGE);
+  let end = length;
+  while (end > 0 && found.length < count && length - end < SEARCH_EVENTS) {
+    const from = Math.max(0, end - HISTORY_PAGE, length - SEARCH_EVENTS);
     const page = await readHistoryPage('schedule', scope, id, from, end - from);
     found.unshift(...page.events.filter(isFiring));
     end = from;
   }
-  return found.slice(-count).reverse();
+  return { firings: found.slice(-count).reverse(), searched: length - end, length };
 }
+
+const count = (n: number) => n.toLocaleString('en');
 
 function LastFirings({ id, kind }: { id: string; kind: string }) {
   const { scope } = useSession();
   const { data } = usePolling(() => lastFirings(scope, id, 10), [id], 5000);
-  const firings = data ?? [];
-  if (firings.length === 0) return <Text size="sm">No firings yet.</Text>;
+  const firings = data?.firings ?? [];
+  const partial = data !== undefined && data.searched < data.length;
+  const searchedNote = partial ? `among the last ${count(data.searched)} of its ${count(data.length)} events` : '';
+  if (firings.length === 0) return <Text size="sm">{partial ? `No firings ${searchedNote}.` : 'No firings yet.'}</Text>;
   return (
     <Stack gap={2}>
       {firings.map((e) => (
@@ -53,6 +74,11 @@ function LastFirings({ id, kind }: { id: string; kind: string }) {
           )}
         </Text>
       ))}
+      {partial && firings.length < 10 && (
+        <Text size="xs" c="dimmed">
+          The firings {searchedNote}.
+        </Text>
+      )}
     </Stack>
   );
 }
