@@ -114,6 +114,16 @@ describe('schedules through the API', () => {
       expect(s).toEqual({ timezone, nextFirings: [{ local: expect.stringMatching(new RegExp(`-01-01T12:00:00\\${offset}$`)) }] });
     });
 
+    it('a time zone in the wrong case is read back in its proper case', async () => {
+      for (const [given, kept] of [['europe/paris', 'Europe/Paris'], ['EUROPE/PARIS', 'Europe/Paris'], ['america/new_york', 'America/New_York']]) {
+        const id = await api.scheduleTask({ ...valid, timezone: given });
+        expect((await api.schedule(id))!.timezone).toBe(kept);
+      }
+      // A link in one case throughout: the name the runtime resolves it to, in the zone's proper case.
+      const id = await api.scheduleTask({ ...valid, timezone: 'ASIA/KOLKATA' });
+      expect((await api.schedule(id))!.timezone).toMatch(/^Asia\/(Kolkata|Calcutta)$/);
+    });
+
     it('a token for another app is FORBIDDEN', async () => {
       error(await api.scheduleTaskRaw({ ...valid, appId: 'someone-else' }), 'FORBIDDEN');
     });

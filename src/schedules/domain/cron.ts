@@ -209,8 +209,8 @@ function parsePattern(pattern: string, fields: CronFieldName[], written: string[
  * on `timezone` for an unknown one. Not the runtime's resolved name: ICU resolves a link to its
  * older CLDR name (Node 20: `Asia/Kolkata` is `Asia/Calcutta`, `Europe/Kyiv` `Europe/Kiev`), and
  * newer runtimes stopped doing so, so a schedule read back a zone other than the one it was
- * given, and which one depended on the Node version. A name written all in lower case that is a
- * link (`us/eastern`) takes the resolved name: its proper case cannot be told.
+ * given, and which one depended on the Node version. A link written all in lower or upper case
+ * (`us/eastern`, `ASIA/KOLKATA`) takes the resolved name: its proper case cannot be told.
  */
 export function normalizeTimezone(raw: string | null | undefined): string {
   if (raw == null) return DEFAULT_TIMEZONE;
@@ -221,7 +221,8 @@ export function normalizeTimezone(raw: string | null | undefined): string {
   if (/^[+-]\d/.test(name)) throw new BadUserInputError('timezone', `${JSON.stringify(raw)} is an offset, not a time zone; use an IANA name such as "Etc/GMT-5" or "Asia/Karachi"`);
   try {
     const resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
-    return resolved.toLowerCase() === name.toLowerCase() || name === name.toLowerCase() ? resolved : name;
+    const caseUnknown = name === name.toLowerCase() || name === name.toUpperCase();
+    return resolved.toLowerCase() === name.toLowerCase() || caseUnknown ? resolved : name;
   } catch {
     throw new BadUserInputError('timezone', `unknown time zone ${JSON.stringify(raw)}; use an IANA name such as "Europe/Paris" or "UTC"`);
   }
