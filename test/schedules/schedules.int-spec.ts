@@ -167,6 +167,15 @@ describe('schedules through the API', () => {
       expect(s.cronDescription).toMatch(/every 2 years/);
     });
 
+    it('a day-of-week range 0-7 (Sunday to Sunday, every day) is said as every day of the week', async () => {
+      const id = await api.scheduleTask({ name: unique('EveryDay'), cron: '0 2 * * 0-7', input: '[]' });
+      const s = data(await view(id)).schedule;
+      expect(s.cronDescription).not.toContain('Sunday through Sunday');
+      expect(s.cronDescription).toBe('At 02:00, Sunday through Saturday');
+      const [a, b] = s.nextFirings.map((f: { at: string }) => Date.parse(f.at));
+      expect(b - a).toBe(86_400_000);
+    });
+
     it('`FRI#L` (the last Friday, as croner also writes it) is described, not "An error occurred"', async () => {
       const id = await api.scheduleTask({ name: unique('LastFriday'), cron: '0 18 * * FRI#L', input: '[]' });
       const s = data(await view(id)).schedule;

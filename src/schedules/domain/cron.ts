@@ -421,6 +421,8 @@ export function describeCron(c: CompiledCron): string {
   // A zero second and any year say nothing: give cronstrue the five standard fields then.
   // `FRI#L` (croner's other spelling of `5L`, the last Friday) is unknown to cronstrue.
   fields[5] = fields[5].replace(/(\w+)#L\b/gi, '$1L');
+  // `0-7` (Sunday to Sunday again) is every day; cronstrue says "Sunday through Sunday".
+  fields[5] = fields[5].replace(/(^|,)0-7(?=$|,|\/)/, '$10-6');
   const pattern = fields[0] === '0' && fields[6] === '*' ? fields.slice(1, 6).join(' ') : fields.join(' ');
   try {
     return cronstrue.toString(pattern, { use24HourTimeFormat: true });
