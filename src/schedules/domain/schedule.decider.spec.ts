@@ -55,7 +55,7 @@ const ref = { scheduleId: ID, appId: 'demo', environment: 'prod' };
 
 describe('schedule decider', () => {
   describe('CreateSchedule', () => {
-    it('records the schedule with its expression normalised and the zone canonical', () => {
+    it('records the schedule with its expression normalised and the case of the zone corrected', () => {
       spec
         .given([])
         .when(create({ cron: '  0  *  * * * ', timezone: 'europe/paris' }))
