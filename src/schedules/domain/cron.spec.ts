@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { BadUserInputError } from '../../shared/errors.js';
 import {
   CRON_MACROS,
@@ -267,6 +267,63 @@ describe('daylight saving time (America/New_York, 2026)', () => {
 
   it('started during the repeated hour, it does not fire the repeated times again', () => {
     expect(upcoming('*/10 * * * *', 'America/New_York', '2026-11-01T06:15:00Z', 1)).toEqual(['2026-11-01T07:00:00.000Z']);
+  });
+
+  it('from inside the repeated hour, the next occurrence is found without stepping through every repeated time', () => {
+    // Every second, from 01:00:01 EST (the second pass): 02:00:00 EST is next. Stepping one naive
+    // second at a time through the rest of the repeated hour took 3,600 croner steps and as many
+    // time-zone conversions (about 0.1 s on the event loop, for a listing or a creation).
+    const c = compileCron('* * * * * * *', 'America/New_York');
+    const steps = jest.spyOn(c.naive, 'nextRun');
+    try {
+      expect(iso(nextOccurrence(c, at('2026-11-01T06:00:01Z')))).toBe('2026-11-01T07:00:00.000Z');
+      expect(steps.mock.calls.length).toBeLessThan(10);
+    } finally {
+      steps.mockRestore();
+    }
+    // First pass 05:00-06:00Z (01:00-02:00 EDT), second pass 06:00-07:00Z (01:00-02:00 EST).
+    const next = (cron: string, from: string) => iso(nextOccurrence(compileCron(cron, 'America/New_York'), at(from)));
+    expect(
+      [
+        ['* * * * * * *', '2026-11-01T05:59:58Z'],
+        ['* * * * * * *', '2026-11-01T05:59:59Z'],
+        ['* * * * * * *', '2026-11-01T06:59:59Z'],
+        ['* * * * * * *', '2026-11-01T07:00:00Z'],
+        ['*/10 * * * *', '2026-11-01T04:50:00Z'],
+        ['*/10 * * * *', '2026-11-01T05:55:00Z'],
+        ['*/10 * * * *', '2026-11-01T06:15:00Z'],
+        ['*/10 * * * *', '2026-11-01T07:00:00Z'],
+        ['30 1 * * *', '2026-11-01T05:10:00Z'],
+        ['30 1 * * *', '2026-11-01T05:30:00Z'],
+        ['30 1 * * *', '2026-11-01T06:20:00Z'],
+        ['0 * * * *', '2026-11-01T05:00:00Z'],
+        ['0 * * * *', '2026-11-01T06:30:00Z'],
+        ['15,45 1,2 * * *', '2026-11-01T05:00:00Z'],
+        ['15,45 1,2 * * *', '2026-11-01T05:50:00Z'],
+        ['15,45 1,2 * * *', '2026-11-01T06:20:00Z'],
+        ['15,45 1,2 * * *', '2026-11-01T07:20:00Z'],
+      ].map(([cron, from]) => [cron, from, next(cron, from)]),
+    ).toEqual([
+      ['* * * * * * *', '2026-11-01T05:59:58Z', '2026-11-01T05:59:59.000Z'],
+      ['* * * * * * *', '2026-11-01T05:59:59Z', '2026-11-01T07:00:00.000Z'],
+      ['* * * * * * *', '2026-11-01T06:59:59Z', '2026-11-01T07:00:00.000Z'],
+      ['* * * * * * *', '2026-11-01T07:00:00Z', '2026-11-01T07:00:01.000Z'],
+      ['*/10 * * * *', '2026-11-01T04:50:00Z', '2026-11-01T05:00:00.000Z'],
+      ['*/10 * * * *', '2026-11-01T05:55:00Z', '2026-11-01T07:00:00.000Z'],
+      ['*/10 * * * *', '2026-11-01T06:15:00Z', '2026-11-01T07:00:00.000Z'],
+      ['*/10 * * * *', '2026-11-01T07:00:00Z', '2026-11-01T07:10:00.000Z'],
+      ['30 1 * * *', '2026-11-01T05:10:00Z', '2026-11-01T05:30:00.000Z'],
+      ['30 1 * * *', '2026-11-01T05:30:00Z', '2026-11-02T06:30:00.000Z'],
+      ['30 1 * * *', '2026-11-01T06:20:00Z', '2026-11-02T06:30:00.000Z'],
+      ['0 * * * *', '2026-11-01T05:00:00Z', '2026-11-01T07:00:00.000Z'],
+      ['0 * * * *', '2026-11-01T06:30:00Z', '2026-11-01T07:00:00.000Z'],
+      ['15,45 1,2 * * *', '2026-11-01T05:00:00Z', '2026-11-01T05:15:00.000Z'],
+      ['15,45 1,2 * * *', '2026-11-01T05:50:00Z', '2026-11-01T07:15:00.000Z'],
+      ['15,45 1,2 * * *', '2026-11-01T06:20:00Z', '2026-11-01T07:15:00.000Z'],
+      ['15,45 1,2 * * *', '2026-11-01T07:20:00Z', '2026-11-01T07:45:00.000Z'],
+    ]);
+    // Lord Howe goes back half an hour (02:00 +11:00 to 01:30 +10:30).
+    expect(upcoming('*/10 * * * *', 'Australia/Lord_Howe', '2026-04-04T15:05:00Z', 2)).toEqual(['2026-04-04T15:30:00.000Z', '2026-04-04T15:40:00.000Z']);
   });
 
   it('seconds-level expressions cross the jump forward without a burst', () => {

@@ -279,9 +279,31 @@ export function nextOccurrence(c: CompiledCron, after: number): number | null {
     const nextNaive = next.getTime() + NAIVE_SHIFT_MS;
     const at = resolveWallTime(c.timezone, nextNaive);
     if (at > after) return at;
-    naive = nextNaive;
+    // `after` is in the second pass of a repeated hour, and this time's first pass is before it:
+    // so is that of every repeated time after it. Go on from the end of the repetition rather
+    // than one repeated time after another (3,600 steps for an every-second expression).
+    naive = Math.max(nextNaive, repetitionEnd(c.timezone, at, after));
   }
   return null;
+}
+
+/**
+ * The last naive wall time before the end of the repetition that a jump back between `first`
+ * (an instant of the first pass) and `after` makes; -Infinity when the clock did not go back.
+ */
+function repetitionEnd(timezone: string, first: number, after: number): number {
+  const firstOffset = offsetAt(timezone, first);
+  if (firstOffset <= offsetAt(timezone, after)) return -Infinity;
+  // The jump: the first instant after `first` with another offset.
+  let lo = first;
+  let hi = after;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (offsetAt(timezone, mid) === firstOffset) lo = mid;
+    else hi = mid;
+  }
+  // Wall times up to the jump's, read on the first pass's offset, were all shown before it.
+  return hi + firstOffset - 1;
 }
 
 /**
