@@ -263,6 +263,18 @@ export function eventStoreContract(
         expect(await store.wasDeleted(refused)).toBe(false);
         expect(await store.wasDeleted(never)).toBe(false);
       });
+
+      it('keeps headPosition at the last event a subscriber is handed once a stream is deleted', async () => {
+        if (!store.deleteStream) return;
+        const cat = category('deleted-head');
+        const [gone, kept] = [streamIn(cat), streamIn(cat)];
+        await store.append(gone, [newEvent()]);
+        const { position } = await store.append(kept, [newEvent()]);
+        await store.deleteStream(gone, { expectedRevision: 0n });
+        // On EventStoreDB the tombstone is a system event ending `$all`: no read model reaches it.
+        expect(await store.headPosition()).toBe(position);
+        expect(await store.readAll({ after: position })).toEqual([]);
+      });
     });
 
     describe('global log', () => {

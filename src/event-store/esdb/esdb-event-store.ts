@@ -59,6 +59,8 @@ interface CallOptions {
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 const PING_TIMEOUT_MS = 2_000;
 const PAGE = 512;
+/** Events read backwards at a time looking for the head (past trailing system events). */
+const HEAD_PAGE = 32;
 const MAX_BACKOFF_MS = 5_000;
 
 /**
@@ -218,12 +220,32 @@ export class EsdbEventStore implements EventStore {
     return subscription;
   }
 
-  headPosition(): Promise<bigint | undefined> {
-    return this.lastPosition('headPosition', this.callTimeoutMs);
+  /**
+   * The position of the last event a subscriber can be handed: system events (the server's own
+   * at the start of a fresh log, a tombstone's `$streamDeleted`, `$metadata`) are passed over,
+   * reading backwards page by page (each page under its own deadline). Counting one of them, the
+   * head would be a position no read model ever reaches, and every read fenced to it would wait
+   * for its deadline.
+   */
+  async headPosition(): Promise<bigint | undefined> {
+    for (let from: Position | undefined; ; ) {
+      const batch = await this.collect('headPosition', (client) =>
+        client.readAll({ direction: BACKWARDS, fromPosition: from ?? END, maxCount: HEAD_PAGE + (from ? 1 : 0) }),
+      );
+      for (const { event } of batch) {
+        if (event && !isSystem(event) && (!from || isAfter(from, event.position))) return event.position.commit;
+      }
+      const last = batch[batch.length - 1]?.event;
+      if (batch.length < HEAD_PAGE + (from ? 1 : 0) || !last) return undefined;
+      from = last.position;
+    }
   }
 
+  /** One bounded read of the log's last event, whatever it is. */
   async ping(): Promise<void> {
-    await this.lastPosition('ping', Math.min(this.callTimeoutMs, PING_TIMEOUT_MS));
+    await this.collect('ping', (client) => client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }), {
+      timeoutMs: Math.min(this.callTimeoutMs, PING_TIMEOUT_MS),
+    });
   }
 
   async close(): Promise<void> {
@@ -261,15 +283,6 @@ export class EsdbEventStore implements EventStore {
     timer.unref();
     this.retired.set(stale, timer);
     for (const subscription of this.subscriptions) subscription.reconnect();
-  }
-
-  private async lastPosition(what: string, timeoutMs: number): Promise<bigint | undefined> {
-    const [last] = await this.collect(
-      what,
-      (client) => client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }),
-      { timeoutMs },
-    );
-    return last?.event?.position.commit;
   }
 
   /**

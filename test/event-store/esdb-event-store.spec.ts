@@ -1,0 +1,110 @@
+import { Readable } from 'node:stream';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { AllStreamResolvedEvent, EventStoreDBClient, Position } from '@eventstore/db-client';
+import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
+
+/*
+ * The EventStoreDB adapter against a stubbed client (`@eventstore/db-client`'s own API, not
+ * Baton's): what can be shown without a server. The contract against a real server is
+ * esdb-event-store.e2e-spec.ts.
+ */
+
+interface StubEvent {
+  streamId: string;
+  type: string;
+  commit: bigint;
+}
+
+/** A `$all` log held in memory, answering `readAll` as the client does (a position is inclusive). */
+class StubClient {
+  readonly reads: Array<{ direction: string; maxCount: number }> = [];
+  constructor(readonly log: StubEvent[]) {}
+
+  readAll(options: { direction: string; fromPosition: Position | 'start' | 'end'; maxCount: number }) {
+    this.reads.push({ direction: options.direction, maxCount: options.maxCount });
+    const backwards = options.direction === 'backwards';
+    const from = options.fromPosition;
+    let events = backwards ? [...this.log].reverse() : this.log;
+    if (typeof from === 'object') events = events.filter((e) => (backwards ? e.commit <= from.commit : e.commit >= from.commit));
+    const resolved: AllStreamResolvedEvent[] = events.slice(0, options.maxCount).map((e) => ({
+      event: {
+        streamId: e.streamId,
+        id: `00000000-0000-4000-8000-${e.commit.toString().padStart(12, '0')}`,
+        revision: 0n,
+        type: e.type,
+        data: {},
+        metadata: {},
+        isJson: true,
+        created: new Date(),
+        position: { commit: e.commit, prepare: e.commit },
+      },
+    })) as AllStreamResolvedEvent[];
+    return Object.assign(Readable.from(resolved), { cancel: async () => undefined });
+  }
+
+  async dispose(): Promise<void> {}
+}
+
+function storeOn(client: StubClient): EsdbEventStore {
+  const store = new EsdbEventStore('esdb://127.0.0.1:1?tls=false', { callTimeoutMs: 2_000 });
+  void (store as unknown as { client: EventStoreDBClient }).client.dispose();
+  (store as unknown as { client: unknown }).client = client;
+  return store;
+}
+
+describe('EsdbEventStore (stubbed client)', () => {
+  let store: EsdbEventStore | undefined;
+  afterEach(async () => {
+    await store?.close();
+    store = undefined;
+  });
+
+  it('headPosition is the last event a subscriber can be handed, past trailing system events', async () => {
+    // A fresh server starts its log with system events, and a tombstone (retention) ends it with
+    // `$streamDeleted`: neither ever reaches a subscriber, so no read model can reach its position.
+    const client = new StubClient([
+      { streamId: '$epochs', type: '$epoch-information', commit: 100n },
+      { streamId: 'workflow-a', type: 'WorkflowDispatched', commit: 200n },
+      { streamId: 'workflow-b', type: 'WorkflowDispatched', commit: 300n },
+      { streamId: 'workflow-b', type: '$streamDeleted', commit: 400n },
+      { streamId: '$$workflow-a', type: '$metadata', commit: 500n },
+    ]);
+    store = storeOn(client);
+
+    expect(await store.headPosition()).toBe(300n);
+    expect(await store.readAll({ after: 300n })).toEqual([]);
+  });
+
+  it('headPosition pages backwards past many trailing system events', async () => {
+    const client = new StubClient([
+      { streamId: 'workflow-a', type: 'WorkflowDispatched', commit: 100n },
+      ...Array.from({ length: 100 }, (_, i) => ({ streamId: `workflow-${i}`, type: '$streamDeleted', commit: 200n + BigInt(i) })),
+    ]);
+    store = storeOn(client);
+
+    expect(await store.headPosition()).toBe(100n);
+    expect(client.reads.length).toBeGreaterThan(1);
+  });
+
+  it('headPosition of a log holding system events only is undefined (empty for Baton)', async () => {
+    store = storeOn(
+      new StubClient([
+        { streamId: '$epochs', type: '$epoch-information', commit: 100n },
+        { streamId: '$settings', type: '$settings', commit: 200n },
+      ]),
+    );
+
+    expect(await store.headPosition()).toBeUndefined();
+  });
+
+  it('ping does not page past system events: one bounded read', async () => {
+    const client = new StubClient([
+      { streamId: 'workflow-a', type: 'WorkflowDispatched', commit: 100n },
+      ...Array.from({ length: 2_000 }, (_, i) => ({ streamId: `$stats-${i}`, type: '$statsCollected', commit: 200n + BigInt(i) })),
+    ]);
+    store = storeOn(client);
+
+    await store.ping();
+    expect(client.reads).toEqual([{ direction: 'backwards', maxCount: 1 }]);
+  });
+});
