@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { AllStreamResolvedEvent, EventStoreDBClient, Position } from '@eventstore/db-client';
+import { StoreUnavailableError } from '../../src/event-store/event-store.port.js';
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 
 /*
@@ -42,11 +43,39 @@ class StubClient {
     return Object.assign(Readable.from(resolved), { cancel: async () => undefined });
   }
 
+  /** A stream of `count` events, sent one every `everyMs` (a long history on a busy link), then `stall`s if asked. */
+  slowStream = { count: 0, everyMs: 0, stallAfter: Infinity };
+  readStream(streamId: string) {
+    const { count, everyMs, stallAfter } = this.slowStream;
+    let timer: NodeJS.Timeout | undefined;
+    async function* events() {
+      for (let i = 0; i < count; i++) {
+        await new Promise((resolve) => (timer = setTimeout(resolve, i >= stallAfter ? 3_600_000 : everyMs)));
+        yield {
+          event: {
+            streamId,
+            id: `00000000-0000-4000-8000-${i.toString().padStart(12, '0')}`,
+            revision: BigInt(i),
+            type: 'ThingHappened',
+            data: { i },
+            metadata: {},
+            isJson: true,
+            created: new Date(),
+            position: { commit: BigInt(1000 + i), prepare: BigInt(1000 + i) },
+          },
+        };
+      }
+    }
+    const read = Readable.from(events());
+    read.on('close', () => clearTimeout(timer));
+    return Object.assign(read, { cancel: async () => clearTimeout(timer) });
+  }
+
   async dispose(): Promise<void> {}
 }
 
-function storeOn(client: StubClient): EsdbEventStore {
-  const store = new EsdbEventStore('esdb://127.0.0.1:1?tls=false', { callTimeoutMs: 2_000 });
+function storeOn(client: StubClient, callTimeoutMs = 2_000): EsdbEventStore {
+  const store = new EsdbEventStore('esdb://127.0.0.1:1?tls=false', { callTimeoutMs });
   void (store as unknown as { client: EventStoreDBClient }).client.dispose();
   (store as unknown as { client: unknown }).client = client;
   return store;
@@ -106,5 +135,24 @@ describe('EsdbEventStore (stubbed client)', () => {
 
     await store.ping();
     expect(client.reads).toEqual([{ direction: 'backwards', maxCount: 1 }]);
+  });
+
+  it('reads a long stream that keeps answering past one call deadline, and keeps its connection', async () => {
+    const client = new StubClient([]);
+    client.slowStream = { count: 8, everyMs: 100, stallAfter: Infinity };
+    store = storeOn(client, 400);
+
+    const events = await store.readStream('workflow-long');
+
+    expect(events.map((e) => e.revision)).toEqual([0n, 1n, 2n, 3n, 4n, 5n, 6n, 7n]);
+    expect((store as unknown as { client: unknown }).client).toBe(client);
+  });
+
+  it('still fails a read that stops answering half-way with StoreUnavailableError', async () => {
+    const client = new StubClient([]);
+    client.slowStream = { count: 8, everyMs: 10, stallAfter: 3 };
+    store = storeOn(client, 400);
+
+    await expect(store.readStream('workflow-stalled')).rejects.toBeInstanceOf(StoreUnavailableError);
   });
 });

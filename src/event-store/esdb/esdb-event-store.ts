@@ -45,7 +45,10 @@ import {
 } from '../event-store.port.js';
 
 export interface EsdbEventStoreOptions {
-  /** Deadline of every call to the server (append, read, subscription start). */
+  /**
+   * Deadline of every call to the server (append, read, subscription start); a read's starts
+   * again with every event received, so only silence that long fails it.
+   */
   callTimeoutMs?: number;
 }
 
@@ -76,7 +79,9 @@ const MAX_BACKOFF_MS = 5_000;
  * server's cache of recent commits.
  *
  * The client has no deadline of its own against a peer that accepts TCP and never answers, so
- * every call here has one and then fails with `StoreUnavailableError`.
+ * every call here has one and then fails with `StoreUnavailableError`. A read's deadline is one
+ * of silence (it starts again with every event received): reading a long stream takes as long
+ * as it needs, and no read's deadline grows or shrinks with the stream's history.
  */
 export class EsdbEventStore implements EventStore {
   readonly kind = 'esdb';
@@ -286,13 +291,15 @@ export class EsdbEventStore implements EventStore {
   }
 
   /**
-   * Reads a whole (bounded) streaming read under one deadline. Reads are never abandoned
-   * half-consumed: the client's dispose() waits for every read to end.
+   * Reads a whole (bounded) streaming read. The deadline is one of silence: it starts again with
+   * every event received, so a long stream that keeps coming (a long history, large events) is
+   * read to its end, while a read that stops answering fails after `timeoutMs`. Reads are never
+   * abandoned half-consumed: the client's dispose() waits for every read to end.
    */
   private collect<E>(what: string, open: (client: EventStoreDBClient) => StreamingRead<E>, options: CallOptions = {}): Promise<E[]> {
     return this.call(
       what,
-      async (client, onCancel) => {
+      async (client, onCancel, progress) => {
         const read = open(client);
         onCancel(() => {
           // A cancelled read never ends its stream, so it is destroyed as well.
@@ -300,7 +307,10 @@ export class EsdbEventStore implements EventStore {
           read.destroy();
         });
         const items: E[] = [];
-        for await (const item of read) items.push(item);
+        for await (const item of read) {
+          items.push(item);
+          progress();
+        }
         return items;
       },
       options,
@@ -309,15 +319,17 @@ export class EsdbEventStore implements EventStore {
 
   private call<T>(
     what: string,
-    work: (client: EventStoreDBClient, onCancel: (cancel: () => void) => void) => Promise<T>,
+    work: (client: EventStoreDBClient, onCancel: (cancel: () => void) => void, progress: () => void) => Promise<T>,
     { timeoutMs = this.callTimeoutMs, signal, unavailable = `${what}: no answer from EventStoreDB` }: CallOptions = {},
   ): Promise<T> {
     const aborted = AbortSignal.any(signal ? [this.lifetime.signal, signal] : [this.lifetime.signal]);
     if (aborted.aborted) return Promise.reject(new StoreUnavailableError(`${what}: event store is closed`));
     const client = this.client;
     let cancel = (): void => undefined;
+    let settled = false;
     return new Promise<T>((resolve, reject) => {
       const settle = (outcome: () => void) => {
+        settled = true;
         clearTimeout(timer);
         aborted.removeEventListener('abort', onAbort);
         outcome();
@@ -327,12 +339,18 @@ export class EsdbEventStore implements EventStore {
         cancel();
       };
       const onAbort = () => stop(new StoreUnavailableError(`${what}: cancelled (subscription or store closing)`));
-      const timer = setTimeout(() => {
+      const expire = () => {
         stop(new StoreUnavailableError(`${unavailable} (no answer within ${timeoutMs} ms)`));
         this.retire(client);
-      }, timeoutMs);
+      };
+      let timer = setTimeout(expire, timeoutMs);
+      const progress = () => {
+        if (settled) return;
+        clearTimeout(timer);
+        timer = setTimeout(expire, timeoutMs);
+      };
       aborted.addEventListener('abort', onAbort, { once: true });
-      work(client, (fn) => (cancel = fn)).then(
+      work(client, (fn) => (cancel = fn), progress).then(
         (value) => settle(() => resolve(value)),
         (error: unknown) =>
           settle(() =>
