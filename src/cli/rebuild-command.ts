@@ -16,7 +16,7 @@ import { TOKEN_EVENT_TYPES } from '../tokens/domain/token.decider.js';
 import { TokensReadModel } from '../tokens/tokens.projection.js';
 import { WORKFLOW_EVENT_TYPES } from '../workflows/domain/workflow.decider.js';
 import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
-import { CliError, assertStoreExists, sqliteFile } from './store-commands.js';
+import { CliError, assertNotInUse, assertStoreExists, sqliteFile } from './store-commands.js';
 
 /**
  * `baton rebuild`: drops the durable read models (`rm_*` tables and their checkpoint; the effects
@@ -30,8 +30,11 @@ export async function rebuildCommand(url: string, env: Record<string, string | u
     throw new CliError('baton rebuild works on the embedded SQLite store; next to EventStoreDB, stop the instance, delete its read-model file (READ_MODEL_PATH) and start it again');
   }
   assertStoreExists(url, false);
+  // Instances fold into these tables as the rebuild drops and refills them: refuse beside one.
+  const rmFile = readModelPath(url, env);
+  for (const path of new Set([file, rmFile])) assertNotInUse(path, 'baton rebuild drops the read models its instances are using');
   const store = new SqliteEventStore(file);
-  const rm = new ReadModelDb(readModelPath(url, env));
+  const rm = new ReadModelDb(rmFile);
   try {
     const readModels: DurableProjection[] = [new WorkflowsReadModel(rm), new TasksReadModel(rm), new SchedulesTable(rm), new AuditReadModel(rm), new TokensReadModel(rm)];
     const registry = new EventRegistry();

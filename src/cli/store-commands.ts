@@ -16,6 +16,26 @@ export function assertStoreExists(url: string, create: boolean): void {
   throw new CliError(`no event store at ${resolve(file)} (EVENT_STORE_URL=${url}); check the path, or pass --create to start a new, empty store there`);
 }
 
+/**
+ * Commands that must run alone on a store (`baton rebuild`) refuse while any other process has
+ * the file open. Every connection to a WAL database holds a shared lock for as long as it is
+ * open, so one that asks for SQLite's exclusive locking mode is refused (SQLITE_BUSY) until every
+ * other connection, a running instance's included, has closed.
+ */
+export function assertNotInUse(file: string, what: string): void {
+  if (file === ':memory:' || !existsSync(file)) return;
+  const db = new Database(file, { fileMustExist: true, timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE; COMMIT');
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+    throw new CliError(`${resolve(file)} is in use by another process (a running Baton instance?); ${what}: stop every instance on it first`);
+  } finally {
+    db.close();
+  }
+}
+
 export class CliError extends Error {
   constructor(
     message: string,

@@ -139,6 +139,25 @@ describe('baton rebuild', () => {
     expect(await new Engine(restarted, environment, service.token).workflow(waiting)).toEqual(before);
   });
 
+  it('refuses to run while an instance has the store open, and leaves its read models alone', async () => {
+    const service = await startService();
+    stopped.push(service);
+    await waitFor(() => (readModelRows(service.storeUrl).rm_tokens ?? []).length > 0, { timeoutMs: 15_000, description: 'the bootstrap token in the read models' });
+    const before = readModelRows(service.storeUrl);
+
+    const refused = baton(['rebuild'], { EVENT_STORE_URL: service.storeUrl });
+
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/in use by another process.*stop every instance/s);
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+    expect(refused.stdout).toBe('');
+    expect(readModelRows(service.storeUrl)).toEqual(before);
+    expect((await fetch(`${service.url}/health/ready`)).status).toBe(200);
+    await service.stop();
+    // Stopped, it runs.
+    expect(baton(['rebuild'], { EVENT_STORE_URL: service.storeUrl })).toMatchObject({ code: 0, stderr: '' });
+  });
+
   it('explains that EventStoreDB read models are rebuilt by the instance', () => {
     const refused = baton(['rebuild', '--store', 'esdb://localhost:2113?tls=false']);
     expect(refused.code).toBe(2);
