@@ -94,4 +94,33 @@ describe('graceful shutdown (SIGTERM under load)', () => {
     expect(body.data?.workflows.totalCount).toBeGreaterThanOrEqual(acknowledged.length);
     process.stdout.write(`shutdown under load: ${acknowledged.length} acknowledged, ${refused} refused or cut off, none lost\n`);
   }, 90_000);
+
+  it('answers a parked awaitWorkflow at once with the workflow as it is, and exits 0 within the grace', async () => {
+    const environment = unique('drain-await');
+    const service = await startService({ env: { SHUTDOWN_GRACE_MS: '8000' } });
+    services.push(service);
+    // No worker serves this environment: the workflow stays RUNNING, and the client waits 60 s.
+    const { body } = await service.gql<{ dispatchWorkflow: { id: string } }>(DISPATCH, { input: { appId: 'demo', environment, name: 'NeverServed', input: '[]' } });
+    const id = body.data!.dispatchWorkflow.id;
+    const waiting = fetch(`${service.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}` },
+      body: JSON.stringify({
+        query: 'query($id: ID!, $e: String!) { awaitWorkflow(appId: "demo", environment: $e, id: $id, waitMs: 60000) { id state } }',
+        variables: { id, e: environment },
+      }),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as { data?: { awaitWorkflow: { id: string; state: string } | null } } }));
+    await waitFor(
+      async () => /baton_await_workflow_waiting 1\b/.test(await (await fetch(`${service.url}/metrics`)).text()),
+      { timeoutMs: 10_000, description: 'the awaitWorkflow poll parked' },
+    );
+
+    const exited = new Promise<number | null>((resolve) => service.process.once('exit', (code) => resolve(code)));
+    service.process.kill('SIGTERM');
+
+    const answer = await waiting;
+    expect(answer).toEqual({ status: 200, body: { data: { awaitWorkflow: { id, state: 'RUNNING' } } } });
+    expect(await exited).toBe(0);
+    expect(service.messages()).not.toMatch(/shutdown did not finish/);
+  }, 60_000);
 });

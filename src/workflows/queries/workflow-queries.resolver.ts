@@ -20,6 +20,7 @@ import { WorkflowsReadModel } from '../workflows.read-model.js';
 import { FINAL_STATUSES } from '../domain/workflow.decider.js';
 import { Requires } from '../../tokens/roles.js';
 import { WorkflowEndings } from './workflow-endings.js';
+import { LifecycleService } from '../../health/lifecycle.service.js';
 
 /** How often a waiting `awaitWorkflow` looks at its workflow again even when nothing woke it. */
 const AWAIT_RECHECK_MS = 5_000;
@@ -139,6 +140,7 @@ export class WorkflowQueriesResolver {
     private readonly fence: ReadFence,
     private readonly endings: WorkflowEndings,
     @Inject(BATON_CONFIG) config: BatonConfig,
+    private readonly lifecycle: LifecycleService,
   ) {
     this.awaiting = new PerTokenCounter(config.maxAwaitsPerToken);
   }
@@ -172,7 +174,9 @@ export class WorkflowQueriesResolver {
           await this.fence.upToHead();
           const view = this.readModel.get(args.appId, args.environment, args.id);
           const remaining = deadline - Date.now();
-          if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0) {
+          // A draining instance (SIGTERM) answers at once, as when the wait ends: the client asks
+          // again, elsewhere, instead of holding the shutdown up to its 60 s.
+          if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0 || this.lifecycle.draining) {
             return readWithinAnswer(info, () => {
               const latest = this.readModel.get(args.appId, args.environment, args.id);
               return latest ? toWorkflowType(latest) : null;
@@ -181,12 +185,16 @@ export class WorkflowQueriesResolver {
           if (!holding) holding = this.takeAwaitSlot(principal.tokenId);
           // Woken when this workflow ends (whichever instance recorded it), and looked at again every
           // AWAIT_RECHECK_MS all the same, at the latest when the wait ends.
+          const drain = this.lifecycle.drainSignal;
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(remaining, AWAIT_RECHECK_MS));
-            void watch.ended.then(() => {
+            const wake = () => {
               clearTimeout(timer);
+              drain.removeEventListener('abort', wake);
               resolve();
-            });
+            };
+            const timer = setTimeout(wake, Math.min(remaining, AWAIT_RECHECK_MS));
+            drain.addEventListener('abort', wake, { once: true });
+            void watch.ended.then(wake);
           });
         } finally {
           watch.cancel();
