@@ -287,6 +287,7 @@ export class MetricsService implements OnModuleInit {
     this.effectsAppsOverBound.set(this.effects.appsOverBound);
 
     this.projectionCheckpoint.set(Number(this.projections.checkpoint));
-    this.ready.set(this.projections.isLive && !this.lifecycle.draining ? 1 : 0);
+    // As /health/ready: not while a dead projection subscription is being restarted either.
+    this.ready.set(this.projections.ready && !this.lifecycle.draining ? 1 : 0);
   }
 }

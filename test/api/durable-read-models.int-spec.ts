@@ -96,6 +96,13 @@ describe('durable read models', () => {
       return h.status === 503 ? h : null;
     }, { timeoutMs: 5000, description: '/health 503' });
     expect(down.body.details.projections.reason).toMatch(/projection subscription stopped at position \d+: injected fault/);
+    // baton_ready says the same as /health/ready: a scrape taken while it answers 503 (before and after).
+    const readyWhileDown = await waitFor(async () => {
+      if ((await health(service)).status !== 503) return null;
+      const text = await (await fetch(`${service.url}/metrics`)).text();
+      return (await health(service)).status === 503 ? /^baton_ready (\S+)$/m.exec(text)?.[1] : null;
+    }, { timeoutMs: 5000, description: 'a scrape while /health is 503' });
+    expect(readyWhileDown).toBe('0');
     await waitFor(async () => (await health(service)).status === 200, { timeoutMs: 10_000, description: '/health 200 again' });
     expect(await paused).toMatchObject({ matched: 1, changed: 1 });
     expect(await api.state(id)).toBe('PAUSED');
