@@ -60,4 +60,15 @@ describe('EsdbEventStore against a server that accepts connections and never ans
     await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(sockets.size).toBeGreaterThan(0);
   });
+
+  it('rejects headPosition, readAll and deleteStream at the deadline too, and closes a subscription that never started', async () => {
+    await expect(store.headPosition()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(store.readAll({ after: 5n, maxCount: 10 })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(store.deleteStream(`blackhole-${randomUUID()}`, { expectedRevision: 0n })).rejects.toBeInstanceOf(StoreUnavailableError);
+    const errors: Error[] = [];
+    let caughtUp = false;
+    const subscription = store.subscribe(() => undefined, { onError: (e) => errors.push(e), onCaughtUp: () => (caughtUp = true) });
+    await subscription.close();
+    expect({ caughtUp, errors }).toEqual({ caughtUp: false, errors: [] });
+  });
 });
