@@ -3,7 +3,7 @@ import { LifecycleService } from './health/lifecycle.service.js';
 import { dirname, join } from 'node:path';
 import { startExamplesWorker } from './examples-worker.js';
 import { createApp } from './app.js';
-import { ConfigError, configWarnings, loadConfig } from './config/config.js';
+import { ConfigError, configWarnings, loadConfig, storePathProblems } from './config/config.js';
 import { EVENT_STORE, type EventStore } from './event-store/event-store.port.js';
 import { createToken } from './tokens/create-token.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
@@ -13,6 +13,8 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
   let config;
   try {
     config = loadConfig();
+    const problems = storePathProblems(config);
+    if (problems.length > 0) throw new ConfigError(problems);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

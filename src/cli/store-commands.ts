@@ -2,6 +2,7 @@ import Database from '../event-store/sqlite/better-sqlite3.js';
 import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { startProgress } from './progress.js';
+import { storePathProblems } from '../config/config.js';
 
 /** The file of a `sqlite:` store URL, or null for EventStoreDB. */
 export function sqliteFile(url: string): string | null {
@@ -12,8 +13,14 @@ export function sqliteFile(url: string): string | null {
 /** A mistyped path must not silently become a new, empty store. */
 export function assertStoreExists(url: string, create: boolean): void {
   const file = sqliteFile(url);
-  if (file === null || file === ':memory:' || create || existsSync(file)) return;
-  throw new CliError(`no event store at ${resolve(file)} (EVENT_STORE_URL=${url}); check the path, or pass --create to start a new, empty store there`);
+  if (file === null || file === ':memory:') return;
+  if (existsSync(file)) {
+    if (!statSync(file).isFile()) throw new CliError(`${resolve(file)} is a directory, not an event store (EVENT_STORE_URL=${url}); give the path of its file`);
+    return;
+  }
+  if (!create) throw new CliError(`no event store at ${resolve(file)} (EVENT_STORE_URL=${url}); check the path, or pass --create to start a new, empty store there`);
+  const problems = storePathProblems({ eventStoreUrl: url, readModelPath: file });
+  if (problems.length > 0) throw new CliError(problems.join('; '));
 }
 
 /**

@@ -1,4 +1,7 @@
+import { W_OK } from 'node:constants';
+import { accessSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { DEFAULT_LIMITS } from '../shared/limits.js';
 
 /**
@@ -213,6 +216,55 @@ export function readModelPath(eventStoreUrl: string, env: Record<string, string 
     return eventStoreUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || './data/baton.db';
   }
   return `./data/read-models-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}.db`;
+}
+
+/**
+ * What stops SQLite from opening the store's file or the read models' (checked at start-up, so
+ * that the message names the variable and the path instead of SQLite's `unable to open database
+ * file` under a stack trace): the path is a directory, a parent is a file, or the directory it
+ * would be created in cannot be written.
+ */
+export function storePathProblems(config: Pick<BatonConfig, 'eventStoreUrl' | 'readModelPath'>, env: Env = process.env): string[] {
+  const problems: string[] = [];
+  const check = (setting: string, file: string) => {
+    if (file === ':memory:') return;
+    const full = resolve(file);
+    const stat = statOrNull(full);
+    if (stat) {
+      if (!stat.isFile()) problems.push(`${setting}: ${full} is a directory, not a database file`);
+      return;
+    }
+    for (let dir = dirname(full); ; dir = dirname(dir)) {
+      const parent = statOrNull(dir);
+      if (parent && !parent.isDirectory()) {
+        problems.push(`${setting}: cannot create ${full}: ${dir} is not a directory`);
+        return;
+      }
+      if (parent) {
+        try {
+          accessSync(dir, W_OK);
+        } catch {
+          problems.push(`${setting}: cannot create ${full}: ${dir} is not writable`);
+        }
+        return;
+      }
+      if (dir === dirname(dir)) return;
+    }
+  };
+  const storeFile = config.eventStoreUrl.startsWith('sqlite:') ? config.eventStoreUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') || './data/baton.db' : null;
+  if (storeFile !== null) check(`EVENT_STORE_URL=${config.eventStoreUrl}`, storeFile);
+  if (storeFile === null || resolve(config.readModelPath) !== resolve(storeFile)) {
+    check(`READ_MODEL_PATH=${env.READ_MODEL_PATH?.trim() ? config.readModelPath : `${config.readModelPath} (its default)`}`, config.readModelPath);
+  }
+  return problems;
+}
+
+function statOrNull(path: string): ReturnType<typeof statSync> | null {
+  try {
+    return statSync(path);
+  } catch {
+    return null;
+  }
 }
 
 export const BATON_CONFIG = Symbol('BATON_CONFIG');

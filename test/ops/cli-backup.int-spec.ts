@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APP, Engine, unique } from '../engine/engine-helpers.js';
@@ -45,6 +45,20 @@ describe('baton CLI', () => {
     expect(created.code).toBe(0);
     expect(created.stdout.trim().split('\n').pop()).toMatch(/^baton_/);
     expect(baton(['tokens', 'list', '--store', `sqlite:${file}`]).stdout).toMatch(/active +role=admin +apps=demo/);
+  });
+
+  it('refuses a SQLite store path that is a directory, or under a file, naming it (exit 2)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
+    for (const command of [['tokens', 'list'], ['history', 'some-id'], ['events'], ['backup', join(dir, 'copy.db')], ['rebuild']]) {
+      const refused = baton(command, { EVENT_STORE_URL: `sqlite:${dir}` });
+      expect({ command, code: refused.code }).toEqual({ command, code: 2 });
+      expect(refused.stderr).toContain(`${dir} is a directory, not an event store`);
+    }
+    writeFileSync(join(dir, 'plain'), 'a file');
+    const created = baton(['tokens', 'create', '--app', 'demo', '--create'], { EVENT_STORE_URL: `sqlite:${join(dir, 'plain', 'x.db')}` });
+    expect(created.code).toBe(2);
+    expect(created.stderr).toContain(`${join(dir, 'plain')} is not a directory`);
+    expect(created.stderr).not.toMatch(/\n\s+at /);
   });
 });
 
