@@ -1,10 +1,11 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APP, Engine, unique } from '../engine/engine-helpers.js';
-import { ROOT, Service, startService } from '../support/service.js';
+import { ROOT, Service, freshStoreUrl, startService } from '../support/service.js';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { readModelRows } from '../support/read-model-rows.js';
 import { waitFor } from '../support/wait-for.js';
 import { FIXTURES_MODULE, FixtureWorker, startWorker } from '../support/worker.js';
@@ -18,6 +19,24 @@ function baton(args: string[], env: Record<string, string> = {}) {
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
+
+/** `baton` without blocking this process (which keeps a load going meanwhile); killed after `timeoutMs`. */
+function batonAsync(args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }),
+  );
+}
+
+const DISPATCH = 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }';
 
 const VERSION = (await import('../../package.json', { with: { type: 'json' } })).default.version;
 
@@ -101,6 +120,46 @@ describe('baton backup, restored into a fresh instance', () => {
     expect(replay.stdout).toMatch(/replayed \d+ workflows: \d+ OK, 0 NON_DETERMINISTIC/);
     expect(replay.code).toBe(0);
   });
+});
+
+describe('baton backup beside a busy instance', () => {
+  const stopped: Service[] = [];
+  afterAll(async () => {
+    for (const s of stopped) await s.stop();
+  });
+
+  it('finishes while the instance keeps writing (an online backup restarted at every write never did)', async () => {
+    // A store of some size (100 MB: a table of filler next to Baton's) that the instance keeps writing to.
+    const storeUrl = freshStoreUrl();
+    const filler = new Database(storeUrl.slice('sqlite:'.length));
+    filler.exec('CREATE TABLE filler (data BLOB)');
+    const insert = filler.prepare('INSERT INTO filler VALUES (?)');
+    filler.transaction(() => {
+      for (let i = 0; i < 25_000; i++) insert.run(Buffer.alloc(4000, i % 251));
+    })();
+    filler.close();
+    const service = await startService({ storeUrl });
+    stopped.push(service);
+    const environment = unique('busy-backup');
+    let dispatched = 0;
+    let stop = false;
+    const writers = Array.from({ length: 32 }, async () => {
+      while (!stop) {
+        const { body } = await service.gql(DISPATCH, { input: { appId: APP, environment, name: 'Busy', input: '[]' } });
+        if (body.data?.dispatchWorkflow.id) dispatched++;
+      }
+    });
+    await waitFor(() => dispatched >= 50, { timeoutMs: 20_000, description: 'the instance writing' });
+
+    const target = join(mkdtempSync(join(tmpdir(), 'baton-backup-')), 'copy.db');
+    const backup = await batonAsync(['backup', target], { EVENT_STORE_URL: storeUrl }, 40_000);
+    const duringBackup = dispatched;
+    stop = true;
+    await Promise.all(writers);
+
+    expect(backup).toMatchObject({ code: 0, stdout: expect.stringMatching(/^backup of .* written to .*copy\.db: \d+ events up to position \d+/) });
+    expect(duringBackup).toBeGreaterThan(50);
+  }, 90_000);
 });
 
 describe('baton rebuild', () => {
