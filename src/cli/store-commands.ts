@@ -1,5 +1,5 @@
 import Database from '../event-store/sqlite/better-sqlite3.js';
-import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { startProgress } from './progress.js';
 import { storePathProblems } from '../config/config.js';
@@ -52,6 +52,19 @@ export class CliError extends Error {
   }
 }
 
+/** Whether `path` is the store's file (or its -wal, -shm or -journal file), by name or by inode. */
+function isStoreFile(store: string, path: string): boolean {
+  const files = ['', '-wal', '-shm', '-journal'].map((suffix) => `${resolve(store)}${suffix}`);
+  if (files.includes(path)) return true;
+  if (!existsSync(path)) return false;
+  const target = statSync(path);
+  return files.some((f) => {
+    if (!existsSync(f)) return false;
+    const s = statSync(f);
+    return s.dev === target.dev && s.ino === target.ino;
+  });
+}
+
 /** The most pages better-sqlite3 transfers in one backup step: all of them. */
 const ALL_PAGES = 0x7fffffff;
 
@@ -65,38 +78,50 @@ export async function backupCommand(url: string, target: string, options: { forc
     throw new CliError('baton backup copies the embedded SQLite store; back EventStoreDB/KurrentDB up with its own tools (see docs/OPERATIONS.md)');
   }
   assertStoreExists(url, false);
-  if (existsSync(target)) {
-    if (!options.force) throw new CliError(`${target} exists; pass --force to overwrite it`);
-    rmSync(target);
-  }
-  mkdirSync(dirname(resolve(target)), { recursive: true });
-  const source = new Database(file, { fileMustExist: true });
-  source.pragma('busy_timeout = 10000');
-  const started = Date.now();
-  const progress = startProgress('backup', 1);
+  const destination = resolve(target);
+  if (isStoreFile(file, destination)) throw new CliError(`${destination} is the store itself (or its -wal/-shm file); write the backup elsewhere`);
+  if (existsSync(destination) && !options.force) throw new CliError(`${target} exists; pass --force to overwrite it`);
+  mkdirSync(dirname(destination), { recursive: true });
+  // Written next to the target and renamed over it once checked: a backup that fails leaves the
+  // copy it was to replace as it was.
+  const partial = `${destination}.partial-${process.pid}`;
+  rmSync(partial, { force: true });
   try {
-    // Every page in one step, under one read snapshot. In steps of a few pages, with the event
-    // loop turning between them, SQLite starts the copy over whenever another process writes to
-    // the store in between: beside a busy instance, a 100 MB store's backup never finished. In WAL
-    // mode the instance's writers are not held up by the read.
-    await source.backup(target, {
-      progress: ({ totalPages, remainingPages }) => {
-        progress.update(totalPages - remainingPages, totalPages);
-        return ALL_PAGES;
-      },
-    });
-  } finally {
-    progress.stop();
-    source.close();
-  }
-  const copy = new Database(target, { readonly: true, fileMustExist: true });
-  try {
-    const integrity = copy.pragma('integrity_check', { simple: true });
-    if (integrity !== 'ok') throw new CliError(`the backup failed its integrity check: ${String(integrity)}`, 1);
-    const { events, head } = copy.prepare('SELECT count(*) AS events, max(position) AS head FROM events').get() as { events: number; head: number | null };
-    process.stdout.write(`backup of ${resolve(file)} written to ${resolve(target)}: ${events} events up to position ${head ?? 0}, ${statSync(target).size} bytes, in ${Date.now() - started} ms\n`);
-  } finally {
-    copy.close();
+    const source = new Database(file, { fileMustExist: true });
+    source.pragma('busy_timeout = 10000');
+    const started = Date.now();
+    const progress = startProgress('backup', 1);
+    try {
+      // Every page in one step, under one read snapshot. In steps of a few pages, with the event
+      // loop turning between them, SQLite starts the copy over whenever another process writes to
+      // the store in between: beside a busy instance, a 100 MB store's backup never finished. In WAL
+      // mode the instance's writers are not held up by the read.
+      await source.backup(partial, {
+        progress: ({ totalPages, remainingPages }) => {
+          progress.update(totalPages - remainingPages, totalPages);
+          return ALL_PAGES;
+        },
+      });
+    } finally {
+      progress.stop();
+      source.close();
+    }
+    const copy = new Database(partial, { readonly: true, fileMustExist: true });
+    let summary: string;
+    try {
+      const integrity = copy.pragma('integrity_check', { simple: true });
+      if (integrity !== 'ok') throw new CliError(`the backup failed its integrity check: ${String(integrity)}`, 1);
+      const { events, head } = copy.prepare('SELECT count(*) AS events, max(position) AS head FROM events').get() as { events: number; head: number | null };
+      summary = `${events} events up to position ${head ?? 0}`;
+    } finally {
+      copy.close();
+    }
+    renameSync(partial, destination);
+    process.stdout.write(`backup of ${resolve(file)} written to ${destination}: ${summary}, ${statSync(destination).size} bytes, in ${Date.now() - started} ms\n`);
+  } catch (error) {
+    rmSync(partial, { force: true });
+    if (error instanceof CliError) throw error;
+    throw new CliError(`backup of ${resolve(file)} failed, ${existsSync(destination) ? `${destination} left as it was` : 'nothing written'}: ${(error as Error).message}`, 1);
   }
   return 0;
 }

@@ -122,6 +122,35 @@ describe('baton backup, restored into a fresh instance', () => {
   });
 });
 
+describe('baton backup onto the store itself', () => {
+  it('refuses, even with --force, and the store is intact', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
+    const file = join(dir, 'baton.db');
+    expect(baton(['tokens', 'create', '--app', 'demo', '--create'], { EVENT_STORE_URL: `sqlite:${file}` }).code).toBe(0);
+    for (const target of [file, `${file}-wal`, `${file}-shm`, join(dir, '.', 'baton.db')]) {
+      const refused = baton(['backup', target, '--force'], { EVENT_STORE_URL: `sqlite:${file}` });
+      expect({ target, code: refused.code }).toEqual({ target, code: 2 });
+      expect(refused.stderr).toMatch(/is the store itself/);
+    }
+    expect(baton(['tokens', 'list'], { EVENT_STORE_URL: `sqlite:${file}` }).stdout).toMatch(/active +role=admin +apps=demo/);
+  });
+
+  it('keeps the old copy when a --force backup fails', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
+    const file = join(dir, 'baton.db');
+    expect(baton(['tokens', 'create', '--app', 'demo', '--create'], { EVENT_STORE_URL: `sqlite:${file}` }).code).toBe(0);
+    const old = join(dir, 'old-copy.db');
+    expect(baton(['backup', old], { EVENT_STORE_URL: `sqlite:${file}` }).code).toBe(0);
+    // The store is not a database: the backup fails, and the copy it was to replace stays.
+    const broken = join(dir, 'broken.db');
+    writeFileSync(broken, 'not a database, but long enough to be read as one '.repeat(200));
+    const failed = baton(['backup', old, '--force'], { EVENT_STORE_URL: `sqlite:${broken}` });
+    expect(failed.code).not.toBe(0);
+    expect(failed.stderr).not.toMatch(/\n\s+at /);
+    expect(baton(['tokens', 'list'], { EVENT_STORE_URL: `sqlite:${old}` }).stdout).toMatch(/active +role=admin +apps=demo/);
+  });
+});
+
 describe('baton backup beside a busy instance', () => {
   const stopped: Service[] = [];
   afterAll(async () => {
