@@ -7,6 +7,7 @@ import { type EventStore, type RecordedEvent } from '../event-store/event-store.
 import { eventsCommand, historyCommand, replayAllCommand, replayCommand } from './history-commands.js';
 import { CliError, assertStoreExists, backupCommand } from './store-commands.js';
 import { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from '../tokens/token-roles.js';
+import { PRINTABLE } from '../shared/printable.js';
 import { type WorkerCommandOptions, workerCommand } from './worker-command.js';
 
 // The modules that load Nest (token deciders, read models) are imported by the commands that use
@@ -60,16 +61,24 @@ withStoreOptions(command(tokens, 'create', 'issue a token; it is printed once, o
   .option('--env <environment...>', 'environment(s) the token may act on (default: all)')
   .option('--label <text>', 'a note shown by tokens list')
   .addOption(new Option('--role <role>', 'what the token may do').choices([...TOKEN_ROLES]).default(DEFAULT_ROLE))
-  .action(async (o: StoreOptions & { app: string[]; env?: string[]; label?: string; role: TokenRole }) =>
-    done(
+  .action(async (o: StoreOptions & { app: string[]; env?: string[]; label?: string; role: TokenRole }) => {
+    // What the API takes as an appId or environment: a token scoped to anything else acts on nothing.
+    for (const [option, values] of [['--app', o.app], ['--env', o.env ?? []]] as const) {
+      for (const value of values) {
+        if (value.length < 1 || value.length > 128 || !PRINTABLE.test(value)) {
+          throw new CliError(`${option} ${JSON.stringify(value)}: an ${option === '--app' ? 'app id' : 'environment'} is 1 to 128 characters, no control characters`);
+        }
+      }
+    }
+    return done(
       await withStore(o, async (store) => {
         const { createToken } = await tokenCommands();
         const { tokenId, token } = await createToken(store, { apps: o.app, environments: o.env ?? null, label: o.label ?? null, role: o.role, actor: 'cli' });
         process.stdout.write(`Token ${tokenId} (${o.role}) for app ${o.app.join(', ')}${o.env ? ` (environments ${o.env.join(', ')})` : ''}. It is shown only once:\n${token}\n`);
         return 0;
       }),
-    ),
-  );
+    );
+  });
 withStoreOptions(command(tokens, 'list', 'list tokens (id, scope, state); never the secrets')).action(async (o: StoreOptions) =>
   done(
     await withStore(o, async (store) => {
@@ -102,7 +111,10 @@ withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every in
   done(
     await withStore(o, async (store) => {
       const { revokeToken } = await tokenCommands();
-      const changed = await revokeToken(store, tokenId, 'cli');
+      const changed = await revokeToken(store, tokenId, 'cli').catch((error: unknown) => {
+        if ((error as { code?: string }).code === 'NOT_FOUND') throw new CliError(`no token ${tokenId} in this store (baton tokens list shows them)`);
+        throw error;
+      });
       process.stdout.write(changed ? `Token ${tokenId} revoked.\n` : `Token ${tokenId} was already revoked.\n`);
       return 0;
     }),

@@ -3,12 +3,8 @@ import { ArgsType, Field, ID, InputType, Int, ObjectType } from '@nestjs/graphql
 import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { QUERY_COUNT_CAP } from '../event-store/read-model-db.js';
 
-/**
- * No control characters (C0, DEL, C1) and no unpaired UTF-16 surrogate: SQLite stores text as
- * UTF-8, where a lone surrogate becomes U+FFFD, so the read models would hold another string
- * than the event. Surrogate pairs (emoji and other astral characters) are fine.
- */
-export const PRINTABLE = /^(?:[^\u0000-\u001f\u007f-\u009f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
+export { PRINTABLE } from '../shared/printable.js';
+import { PRINTABLE } from '../shared/printable.js';
 /** What a value that fails `PRINTABLE` is told. */
 export const PRINTABLE_MESSAGE = 'must not contain control characters or unpaired surrogates';
 

@@ -66,6 +66,27 @@ describe('baton CLI', () => {
     expect(baton(['tokens', 'list', '--store', `sqlite:${file}`]).stdout).toMatch(/active +role=admin +apps=demo/);
   });
 
+  it('tokens: refuses an app or environment the API would refuse, and names an unknown token (exit 2)', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'baton-cli-')), 'baton.db');
+    const env = { EVENT_STORE_URL: `sqlite:${file}` };
+    expect(baton(['tokens', 'create', '--app', 'demo', '--create'], env).code).toBe(0);
+    for (const [args, option] of [
+      [['--app', ''], '--app'],
+      [['--app', 'x'.repeat(129)], '--app'],
+      [['--app', 'de\nmo'], '--app'],
+      [['--app', 'demo', '--env', ''], '--env'],
+      [['--app', 'demo', '--env', 'prod\u0007'], '--env'],
+    ] as const) {
+      const refused = baton(['tokens', 'create', ...args], env);
+      expect({ args, code: refused.code }).toEqual({ args, code: 2 });
+      expect(refused.stderr).toContain(option);
+      expect(refused.stderr).toMatch(/1 to 128 characters, no control characters/);
+    }
+    expect(baton(['tokens', 'list'], env).stdout.trim().split('\n')).toHaveLength(1);
+    const unknown = baton(['tokens', 'revoke', 'no-such-token'], env);
+    expect(unknown).toMatchObject({ code: 2, stderr: 'error: no token no-such-token in this store (baton tokens list shows them)\n' });
+  });
+
   it('refuses a SQLite store path that is a directory, or under a file, naming it (exit 2)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
     for (const command of [['tokens', 'list'], ['history', 'some-id'], ['events'], ['backup', join(dir, 'copy.db')], ['rebuild']]) {
