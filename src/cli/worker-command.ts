@@ -38,6 +38,21 @@ export async function workerCommand(modulePath: string, values: WorkerCommandOpt
       return 2;
     }
   }
+  const numbers: Array<[flag: string, value: string, min: number, max: number]> = [
+    ['--heartbeat-ms', values.heartbeatMs, 100, 3_600_000],
+    ['--max-cached-workflows', values.maxCachedWorkflows, 0, 10_000_000],
+    ['--shutdown-grace-ms', values.shutdownGraceMs, 0, 86_400_000],
+  ];
+  for (const [flag, value, min, max] of numbers) {
+    if (!/^\d{1,9}$/.test(value) || Number(value) < min || Number(value) > max) {
+      process.stderr.write(`baton worker: ${flag} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}\n`);
+      return 2;
+    }
+  }
+  if (!/^https?:$/.test(URL.parse(values.url)?.protocol ?? '')) {
+    process.stderr.write(`baton worker: --url must be an http:// or https:// URL of the Baton service, not ${JSON.stringify(values.url)}\n`);
+    return 2;
+  }
   const { tasks, workflows } = await loadDefinitions(modulePath);
   const worker = new Worker({
     url: values.url,

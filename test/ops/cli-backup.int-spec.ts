@@ -87,6 +87,27 @@ describe('baton CLI', () => {
     expect(unknown).toMatchObject({ code: 2, stderr: 'error: no token no-such-token in this store (baton tokens list shows them)\n' });
   });
 
+  it('worker: refuses a flag value it cannot use, naming the flag (exit 2, before connecting)', () => {
+    const worker = (...flags: string[]) => baton(['worker', FIXTURES_MODULE, '--url', 'http://127.0.0.1:9', '--token', 'x', '--app', 'demo', '--env', 'dev', ...flags]);
+    for (const [flag, value] of [
+      ['--heartbeat-ms', '0'],
+      ['--heartbeat-ms', 'abc'],
+      ['--heartbeat-ms', '-5'],
+      ['--shutdown-grace-ms', '-5'],
+      ['--shutdown-grace-ms', '1e99'],
+      ['--max-cached-workflows', 'abc'],
+      ['--max-cached-workflows', '-1'],
+      ['--url', 'notaurl'],
+      ['--url', 'ftp://example.com'],
+    ]) {
+      const refused = worker(flag, value);
+      expect({ flag, value, code: refused.code }).toEqual({ flag, value, code: 2 });
+      expect(refused.stderr).toContain(`${flag} `);
+      expect(refused.stderr).toContain(JSON.stringify(value));
+      expect(refused.stdout).not.toContain('BATON_WORKER_READY');
+    }
+  });
+
   it('refuses a SQLite store path that is a directory, or under a file, naming it (exit 2)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
     for (const command of [['tokens', 'list'], ['history', 'some-id'], ['events'], ['backup', join(dir, 'copy.db')], ['rebuild']]) {
