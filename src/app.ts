@@ -12,15 +12,16 @@ import { MetricsService } from './observability/metrics.service.js';
 import { installRequestContext } from './observability/request-hooks.js';
 import { CLOCK } from './shared/clock.js';
 import { requestIdFor } from './shared/request-context.js';
-import { installAuth } from './tokens/auth.hook.js';
+import { graphqlError, installAuth } from './tokens/auth.hook.js';
 import { TokensReadModel } from './tokens/tokens.projection.js';
 
 
 /**
  * Builds the Nest app on Fastify: JSON logs and a correlation id per request, metrics, body limit, authentication before GraphQL, HTTP errors shaped
- * as GraphQL errors, validation on every input; then rebuilds the read models from the log.
+ * as GraphQL errors, validation on every input; then rebuilds the read models from the log (or, told
+ * `later`, leaves that to `startReadModels`, so that the service can listen, live and not ready, meanwhile).
  */
-export async function createApp(config: BatonConfig): Promise<NestFastifyApplication> {
+export async function createApp(config: BatonConfig, options: { readModels?: 'await' | 'later' } = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: config.bodyLimitBytes,
     trustProxy: true,
@@ -38,9 +39,24 @@ export async function createApp(config: BatonConfig): Promise<NestFastifyApplica
   installRequestContext(fastify, app.get(MetricsService));
   app.useGlobalPipes(batonValidationPipe());
   app.useGlobalFilters(new HttpErrorsFilter(config.bodyLimitBytes));
+  // Until the read models have caught up with the log (at start), GraphQL answers 503: tokens,
+  // selectors and queries read them. /health (live, and ready saying why not) and /metrics answer.
+  const projections = app.get(ProjectionRunner);
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (projections.isLive || request.routeOptions.url !== '/graphql') return;
+    reply.header('Retry-After', String(STARTING_RETRY_AFTER_S));
+    return graphqlError(reply, 503, 'STORE_UNAVAILABLE', 'starting: the read models are catching up with the log; retry shortly');
+  });
   installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute, () => app.get(ReadFence), app.get(CLOCK));
   await app.init();
-  await app.get(ProjectionRunner).start();
+  if (options.readModels !== 'later') await startReadModels(app);
   return app;
 }
+
+/** Catches the read models up with the log and goes live (`createApp` does it unless told `later`). */
+export function startReadModels(app: NestFastifyApplication): Promise<void> {
+  return app.get(ProjectionRunner).start();
+}
+
+const STARTING_RETRY_AFTER_S = 5;
 

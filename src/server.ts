@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { LifecycleService } from './health/lifecycle.service.js';
 import { dirname, join } from 'node:path';
 import { startExamplesWorker } from './examples-worker.js';
-import { createApp } from './app.js';
+import { createApp, startReadModels } from './app.js';
 import { ConfigError, configWarnings, loadConfig, storePathProblems } from './config/config.js';
 import { EVENT_STORE, type EventStore } from './event-store/event-store.port.js';
 import { createToken } from './tokens/create-token.js';
@@ -23,11 +23,36 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
     throw error;
   }
   const logger = new Logger('Baton');
-  const app = await createApp(config);
+  // Listening before the read models have caught up with the log: /health/live answers and
+  // /health/ready says why not (a long log, or a store that does not answer yet), GraphQL 503.
+  const app = await createApp(config, { readModels: 'later' });
   for (const warning of configWarnings(config)) logger.warn(warning);
   await app.listen(config.port, config.host);
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('0.0.0.0', 'localhost');
-  logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind})`);
+  logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind}); catching up with the log`);
+
+  // SIGTERM: not ready at once, parked polls answered empty and no new claims; after
+  // SHUTDOWN_DELAY_MS the listener closes and requests in flight finish; then the store flushes
+  // the appends it holds and closes. Past SHUTDOWN_GRACE_MS the process exits anyway (code 1).
+  let stopWorker = async () => {};
+  const shutdown = async (signal: string) => {
+    const started = Date.now();
+    setTimeout(() => {
+      logger.error(`shutdown did not finish within SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}; exiting`);
+      process.exit(1);
+    }, config.shutdownGraceMs).unref();
+    app.get(LifecycleService).startDraining(signal);
+    if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+    await stopWorker();
+    await app.close();
+    await stopTracing();
+    logger.log(`stopped in ${Date.now() - started} ms`);
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+
+  await startReadModels(app);
 
   // Only on a store that never had a token: after an operator revoked every token, none comes back.
   if (config.bootstrapToken && !app.get(TokensReadModel).everIssued) {
@@ -48,7 +73,6 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
       ].join('\n'),
     );
   }
-  let stopWorker = async () => {};
   if (config.exampleWorker) {
     const dataDir = config.eventStoreUrl.startsWith('sqlite:') ? dirname(config.eventStoreUrl.slice('sqlite:'.length)) : './data';
     stopWorker = await startExamplesWorker({
@@ -59,24 +83,5 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
       environments: config.exampleEnvironments,
     });
   }
-  // SIGTERM: not ready at once, parked polls answered empty and no new claims; after
-  // SHUTDOWN_DELAY_MS the listener closes and requests in flight finish; then the store flushes
-  // the appends it holds and closes. Past SHUTDOWN_GRACE_MS the process exits anyway (code 1).
-  const shutdown = async (signal: string) => {
-    const started = Date.now();
-    setTimeout(() => {
-      logger.error(`shutdown did not finish within SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}; exiting`);
-      process.exit(1);
-    }, config.shutdownGraceMs).unref();
-    app.get(LifecycleService).startDraining(signal);
-    if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
-    await stopWorker();
-    await app.close();
-    await stopTracing();
-    logger.log(`stopped in ${Date.now() - started} ms`);
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
   process.stdout.write(`BATON_READY ${url}\n`);
 }

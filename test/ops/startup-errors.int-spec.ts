@@ -1,9 +1,11 @@
-import { describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../support/service.js';
+import { ROOT, logMessages } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 
 /** Starts the service and waits for it to exit (a bad setting stops it at once). */
 function start(env: Record<string, string>) {
@@ -33,4 +35,53 @@ describe('start-up with a store path that cannot be a database file', () => {
     expect(out).toMatch(reason);
     expect(out).not.toMatch(/\n\s+at /);
   });
+});
+
+describe('start-up while the read models cannot catch up (EventStoreDB not answering)', () => {
+  const children: Array<ReturnType<typeof spawn>> = [];
+  afterAll(() => {
+    for (const child of children) child.kill('SIGKILL');
+  });
+
+  it('listens at once: live, not ready with the reason, GraphQL 503 until caught up, and SIGTERM exits 0', async () => {
+    // A port nothing listens on: every call to the store fails, and the catch-up never ends.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const dir = mkdtempSync(join(tmpdir(), 'baton-esdb-down-'));
+    const child = spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        BATON_EXAMPLE_WORKER: 'false',
+        EVENT_STORE_URL: `esdb://127.0.0.1:${port}?tls=false`,
+        READ_MODEL_PATH: join(dir, 'read-models.db'),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(logMessages(out))?.[1], { timeoutMs: 20_000, description: `the service listening:\n${out}` });
+
+    expect((await fetch(`${url}/health/live`)).status).toBe(200);
+    const ready = await fetch(`${url}/health/ready`);
+    expect(ready.status).toBe(503);
+    const body = (await ready.json()) as { details: { projections: { status: string; live: boolean; reason: string } } };
+    expect(body.details.projections).toMatchObject({ status: 'down', live: false, reason: 'read models are catching up with the log' });
+    const graphql = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }) });
+    expect(graphql.status).toBe(503);
+    expect(graphql.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await graphql.json()).toMatchObject({ errors: [{ extensions: { code: 'STORE_UNAVAILABLE' } }] });
+    expect(out).not.toContain('BATON_READY');
+
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 60_000);
 });
