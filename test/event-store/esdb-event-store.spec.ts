@@ -155,4 +155,24 @@ describe('EsdbEventStore (stubbed client)', () => {
 
     await expect(store.readStream('workflow-stalled')).rejects.toBeInstanceOf(StoreUnavailableError);
   });
+
+  it('readAll pages past system events: the next non-system events strictly after a position, in order', async () => {
+    const log = Array.from({ length: 300 }, (_, i) => ({
+      streamId: i % 3 === 0 ? `$stats-${i}` : `workflow-${i % 7}`,
+      type: i % 3 === 0 ? '$statsCollected' : 'WorkflowDispatched',
+      commit: BigInt(10 * (i + 1)),
+    }));
+    const client = new StubClient(log);
+    store = storeOn(client);
+    const wanted = log.filter((e) => !e.type.startsWith('$'));
+
+    const first = await store.readAll({ maxCount: 50 });
+    expect(first.map((e) => e.position)).toEqual(wanted.slice(0, 50).map((e) => e.commit));
+    const next = await store.readAll({ after: first[49].position, maxCount: 50 });
+    expect(next.map((e) => e.position)).toEqual(wanted.slice(50, 100).map((e) => e.commit));
+    // From a system event's position, too (a checkpoint taken past one).
+    const fromSystem = await store.readAll({ after: 30n, maxCount: 3 });
+    expect(fromSystem.map((e) => e.position)).toEqual([50n, 60n, 80n]);
+    expect(await store.readAll({ after: 3000n })).toEqual([]);
+  });
 });
