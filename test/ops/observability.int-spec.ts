@@ -151,6 +151,30 @@ describe('observability: request ids, logs, metrics, probes', () => {
     expect(metric(after, 'baton_process_cpu_seconds_total')).toBeGreaterThan(0);
   });
 
+  it('keeps the operation label bounded by the schema: combinations of root fields do not each make series', async () => {
+    const fields: Record<string, string> = {
+      viewer: 'viewer { role }',
+      workflow: `workflow(appId: "demo", environment: "${environment}", id: "none") { id }`,
+      task: `task(appId: "demo", environment: "${environment}", id: "none") { id }`,
+      schedule: `schedule(appId: "demo", environment: "${environment}", id: "none") { id }`,
+    };
+    const names = Object.keys(fields);
+    const combos: string[][] = [];
+    for (let mask = 1; mask < 1 << names.length; mask++) combos.push(names.filter((_, i) => mask & (1 << i)));
+    for (const combo of combos) {
+      const { status, body } = await service.gql(`{ ${combo.map((f) => fields[f]).join(' ')} }`);
+      expect({ combo, status, errors: body.errors }).toEqual({ combo, status: 200, errors: undefined });
+    }
+    const text = await scrape();
+    const labels = new Set<string>();
+    for (const match of text.matchAll(/^baton_graphql_operation_duration_seconds_count\{[^}]*operation="([^"]*)"/gm)) {
+      if (match[1].split(',').some((f) => names.includes(f))) labels.add(match[1]);
+    }
+    // One label per root field alone, and one per first field of a combination: 15 combinations, at most 8 labels.
+    expect(labels.size).toBeLessThanOrEqual(2 * names.length);
+    expect(labels).toContain('viewer');
+  });
+
   it('does not trace unless an OTLP endpoint is configured', () => {
     expect(service.output()).not.toContain('OpenTelemetry tracing on');
   });
