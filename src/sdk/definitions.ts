@@ -64,7 +64,15 @@ export interface TaskContext {
   signal: AbortSignal;
   /**
    * Tells the server the attempt is alive (the worker also does this on its own while the task
-   * runs). Resolves to true when the attempt should stop.
+   * runs). Resolves to true when the attempt should stop. Cheap to call often, e.g. once per item
+   * a loop processes: calls share the worker's heartbeat requests (at most one in flight, and a
+   * call sends one only when none went out in the last `min(heartbeatIntervalMs, 1000)` ms; else it
+   * answers from the last one, after letting the event loop turn).
+   * @example
+   * for (const row of rows) {
+   *   if (await ctx.heartbeat()) throw new Error('stopped');
+   *   await importRow(row);
+   * }
    */
   heartbeat(): Promise<boolean>;
 }

@@ -211,6 +211,10 @@ export class Worker {
   /** Decisions being made now, by ref, with their decision ids (heartbeated like task attempts). */
   private readonly deciding = new Map<string, string>();
   private runPromise: Promise<void> | undefined;
+  /** The heartbeat request in flight: ticks and tasks' calls that come meanwhile share it. */
+  private heartbeating: Promise<void> | undefined;
+  /** When the last heartbeat request went out (ms since the epoch). */
+  private lastHeartbeatAt = 0;
   private registered: { workflows: string[]; tasks: Array<{ name: string; retry: RetryPolicyMs | null; timeoutMs: number | null }> } | undefined;
 
   /**
@@ -524,7 +528,7 @@ export class Worker {
               workflowId: item.workflowId ?? undefined,
               attempt: item.attempt ?? 1,
               signal: abort.signal,
-              heartbeat: () => this.heartbeat().then(() => abort.signal.aborted),
+              heartbeat: () => this.taskHeartbeat(abort.signal),
             },
             ...(JSON.parse(item.input) as unknown[]),
           ),
@@ -745,7 +749,32 @@ export class Worker {
     this.settleDecided(tasks, []);
   }
 
-  private async heartbeat(): Promise<void> {
+  /**
+   * Heartbeats every attempt and decision this worker holds, one request at a time: a tick or a
+   * task's call that comes while one is in flight shares it (a service slow to answer no longer
+   * gathers a request per tick).
+   */
+  private heartbeat(): Promise<void> {
+    this.heartbeating ??= this.sendHeartbeats().finally(() => (this.heartbeating = undefined));
+    return this.heartbeating;
+  }
+
+  /**
+   * A task's `ctx.heartbeat()`. Each call used to be a request naming every attempt: a task that
+   * heartbeats per row it processes spent the token's rate limit in seconds, and the worker's
+   * polls and reports were refused with it. A call shares the request in flight, sends one only
+   * when none went out for `min(heartbeatIntervalMs, 1000)` ms, and else answers at once (after
+   * letting the event loop turn, as a request did) from what the last one said.
+   */
+  private taskHeartbeat(signal: AbortSignal): Promise<boolean> {
+    const every = Math.min(this.options.heartbeatIntervalMs ?? 5000, 1000);
+    if (this.heartbeating === undefined && Date.now() - this.lastHeartbeatAt < every) {
+      return new Promise((resolve) => setImmediate(() => resolve(signal.aborted)));
+    }
+    return this.heartbeat().then(() => signal.aborted);
+  }
+
+  private async sendHeartbeats(): Promise<void> {
     const waiting = [...this.waiting.TASK, ...this.waiting.DECISION];
     if (this.running.size === 0 && this.deciding.size === 0 && waiting.length === 0) return;
     // Decisions in progress too (inline steps can take a while): their id stands for the attempt.
@@ -755,6 +784,7 @@ export class Worker {
       ...[...this.deciding].map(([ref, decisionId]) => ({ ref, attemptId: decisionId })),
       ...waiting.map((item) => ({ ref: item.ref, attemptId: (item.kind === 'TASK' ? item.attemptId : item.decisionId)! })),
     ];
+    this.lastHeartbeatAt = Date.now();
     // At most 500 a request: the service takes MAX_REPORT_ITEMS (1,000 by default) in one.
     for (let from = 0; from < attempts.length; from += 500) {
       try {
