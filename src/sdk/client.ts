@@ -29,10 +29,30 @@ export class BatonRequestError extends Error {
     readonly status: number,
     /** The error's `extensions` as the server sent them (empty for errors the client made itself). */
     readonly extensions: Record<string, unknown> = {},
+    /** How long the service asked to wait before trying again (its `Retry-After` header, e.g. with `RATE_LIMITED`), in milliseconds; undefined when it did not say. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'BatonRequestError';
   }
+}
+
+/** Node's codes for a service that cannot be reached now (restarting, or a network hiccup). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET']);
+
+/**
+ * Whether a request failed in a way that may pass: the service unreachable or restarting, a
+ * request that timed out, or an answer of 429 (rate limited), 502, 503 (draining, store
+ * unavailable) or 504. Not errors that retrying cannot change (UNAUTHENTICATED, NOT_FOUND,
+ * BAD_USER_INPUT, ...).
+ * @internal
+ */
+export function isTransient(error: unknown): boolean {
+  if (error instanceof BatonRequestError) return [429, 502, 503, 504].includes(error.status);
+  // Not `instanceof Error`: errors made by Node's own modules may come from another realm (a vm context, Jest).
+  if (typeof error !== 'object' || error === null) return false;
+  const { name, code } = error as { name?: unknown; code?: unknown };
+  return name === 'TimeoutError' || UNREACHABLE.has(String(code ?? ''));
 }
 
 /** How to reach a Baton service: what `new Client(...)` takes. */
@@ -132,7 +152,8 @@ export class WorkflowEndedError extends Error {
 export type DispatchedWorkflow = Promise<string> & {
   /**
    * Waits until the workflow completes and resolves with its result (parsed JSON); rejects with
-   * {@link WorkflowEndedError} when it fails or is terminated. Long-polls the server (no busy loop).
+   * {@link WorkflowEndedError} when it fails or is terminated. Long-polls the server (no busy loop),
+   * and waits out a service restarting or refusing for a while (as {@link Client.awaitWorkflow}).
    * @example
    * const total = await baton.dispatchWorkflow({ appId: 'demo', environment: 'dev', name: 'Checkout', input: [cart] }).result<number>();
    */
@@ -144,6 +165,8 @@ const SELECTOR_RESULT = '{ status matched changed workflowIds }';
 const HISTORY_PAGE = 1000;
 const WORKFLOW_FIELDS = '{ id name version tag state input output error queries createdAt updatedAt }';
 const FINAL = new Set(['COMPLETED', 'FAILED', 'TERMINATED']);
+/** How long `awaitWorkflow` goes on retrying requests that fail in a row, in milliseconds. */
+const AWAIT_RETRY_MS = 5 * 60_000;
 
 /**
  * A typed client for Baton's GraphQL API: the eight documented mutations (`dispatchTask`,
@@ -200,15 +223,17 @@ export class Client {
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
     const response = await this.post(JSON.stringify({ query, variables }), signal);
     const text = response.text;
+    const seconds = response.retryAfter === undefined ? NaN : Number(response.retryAfter);
+    const retryAfterMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
     let body: { data?: T; errors?: Array<{ message: string; extensions?: Record<string, unknown> }> };
     try {
       body = JSON.parse(text);
     } catch {
-      throw new BatonRequestError(`HTTP ${response.status}: ${text.slice(0, 200)}`, 'BAD_RESPONSE', response.status);
+      throw new BatonRequestError(`HTTP ${response.status}: ${text.slice(0, 200)}`, 'BAD_RESPONSE', response.status, {}, retryAfterMs);
     }
     if (body.errors?.length) {
       const [first] = body.errors;
-      throw new BatonRequestError(first.message, String(first.extensions?.code ?? 'UNKNOWN'), response.status, first.extensions);
+      throw new BatonRequestError(first.message, String(first.extensions?.code ?? 'UNKNOWN'), response.status, first.extensions, retryAfterMs);
     }
     return body.data as T;
   }
@@ -218,7 +243,7 @@ export class Client {
    * fetch here). A request that fails as it is written on a reused connection, because the server
    * had just closed it while idle, is sent once more on a new one: the server never read it.
    */
-  private post(body: string, signal: AbortSignal, retried = false): Promise<{ status: number; text: string }> {
+  private post(body: string, signal: AbortSignal, retried = false): Promise<{ status: number; text: string; retryAfter?: string }> {
     return new Promise((resolve, reject) => {
       const transport = this.endpoint.protocol === 'https:' ? https : http;
       const request = transport.request(
@@ -232,7 +257,8 @@ export class Client {
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          const retryAfter = response.headers['retry-after'];
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter }));
           response.on('error', reject);
         },
       );
@@ -283,26 +309,45 @@ export class Client {
   /**
    * Waits (long poll, up to 20 s per request) until the workflow has ended, then answers it;
    * answers it as it is once `timeoutMs` has passed (default: no limit), and null when there is
-   * no such workflow.
+   * no such workflow. A request that fails in a way that may pass (the service restarting or
+   * unreachable, a request timeout, HTTP 429, 502, 503 or 504) is sent again, with backoff and
+   * after the service's `Retry-After`, for up to 5 minutes of failures in a row and within
+   * `timeoutMs`; then, and for any other error, the error is thrown.
    * @example
    * const ended = await baton.awaitWorkflow('demo', 'dev', id, { timeoutMs: 60_000 });
    * if (ended?.state === 'COMPLETED') console.log(JSON.parse(ended.output!));
    */
   async awaitWorkflow(appId: string, environment: string, id: string, options: { timeoutMs?: number } = {}): Promise<WorkflowSummary | null> {
     const deadline = Date.now() + (options.timeoutMs ?? Number.POSITIVE_INFINITY);
-    for (;;) {
+    let failingSince: number | undefined;
+    for (let backoff = 250; ; ) {
       const waitMs = Math.max(0, Math.min(20_000, deadline - Date.now()));
-      const data = await this.request<{ awaitWorkflow: WorkflowSummary | null }>(
-        `query($appId: String!, $environment: String!, $id: ID!, $waitMs: Int) { awaitWorkflow(appId: $appId, environment: $environment, id: $id, waitMs: $waitMs) ${WORKFLOW_FIELDS} }`,
-        { appId, environment, id, waitMs },
-        { extraTimeoutMs: waitMs },
-      );
+      let data: { awaitWorkflow: WorkflowSummary | null };
+      try {
+        data = await this.request<{ awaitWorkflow: WorkflowSummary | null }>(
+          `query($appId: String!, $environment: String!, $id: ID!, $waitMs: Int) { awaitWorkflow(appId: $appId, environment: $environment, id: $id, waitMs: $waitMs) ${WORKFLOW_FIELDS} }`,
+          { appId, environment, id, waitMs },
+          { extraTimeoutMs: waitMs },
+        );
+      } catch (error) {
+        // A wait may last days: a restart of the service (a deploy) or a moment over the rate
+        // limit must not end it, while the workflow goes on.
+        failingSince ??= Date.now();
+        const pause = Math.max(backoff, error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
+        if (!isTransient(error) || Date.now() + pause >= deadline || Date.now() + pause - failingSince > AWAIT_RETRY_MS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        backoff = Math.min(backoff * 2, 5000);
+        continue;
+      }
+      failingSince = undefined;
+      backoff = 250;
       if (!data.awaitWorkflow || FINAL.has(data.awaitWorkflow.state) || Date.now() >= deadline) return data.awaitWorkflow;
     }
   }
 
   /**
    * The result of a workflow once it completes (parsed JSON; see `dispatchWorkflow(...).result()`).
+   * Waits as {@link Client.awaitWorkflow} does, through a service restarting or refusing for a while.
    * @throws {@link WorkflowEndedError} when it fails or is terminated.
    * @throws {@link BatonRequestError} `NOT_FOUND` when there is no such workflow, `TIMEOUT` when it
    *   is still running after `timeoutMs` (default: no limit).
