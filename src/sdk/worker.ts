@@ -111,7 +111,12 @@ export interface WorkerOptions {
    * @default 786432 (768 KiB)
    */
   maxReportBytes?: number;
-  /** Where the worker logs (default: console). */
+  /**
+   * Where the worker logs (default: console). A service unreachable, restarting or refusing (polls,
+   * heartbeats and reports failing; the worker keeps trying, with backoff and after the service's
+   * `Retry-After`) is one warning when requests start failing, one a minute while they do, and one
+   * info line when the service answers again.
+   */
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
 }
 
@@ -215,6 +220,8 @@ export class Worker {
   private heartbeating: Promise<void> | undefined;
   /** When the last heartbeat request went out (ms since the epoch). */
   private lastHeartbeatAt = 0;
+  /** Requests failing in a row (an outage), logged once when it starts, once a minute while it lasts, and once when it ends. */
+  private outage: { since: number; failures: number; loggedAt: number } | undefined;
   private registered: { workflows: string[]; tasks: Array<{ name: string; retry: RetryPolicyMs | null; timeoutMs: number | null }> } | undefined;
 
   /**
@@ -323,17 +330,46 @@ export class Worker {
       try {
         items = await this.poll(kind, free);
         backoff = 100;
+        this.answered();
       } catch (error) {
         if (this.stopping.signal.aborted) break;
         if (this.olderService(error)) continue;
-        this.logger.warn(`[baton worker] poll failed (${(error as Error).message}); retrying in ${backoff} ms`);
-        await new Promise((resolve) => setTimeout(resolve, backoff));
+        // A 429 says when to come back (Retry-After): sooner is refused again.
+        const wait = Math.max(backoff, error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
+        this.failed(`poll failed (${(error as Error).message}); retrying in ${wait} ms`);
+        await Promise.race([new Promise((resolve) => setTimeout(resolve, wait)), this.stopped]);
         backoff = Math.min(backoff * 2, 5000);
         continue;
       }
       this.start(items);
       if (items.length > 0) await this.reportsFirst();
     }
+  }
+
+  /**
+   * A request failed: the first failure of an outage is logged, then one line a minute while
+   * requests go on failing (a line per failed poll and heartbeat was a dozen a minute for as long
+   * as the service was away).
+   */
+  private failed(what: string): void {
+    const now = Date.now();
+    if (!this.outage) {
+      this.outage = { since: now, failures: 1, loggedAt: now };
+      this.logger.warn(`[baton worker] ${what} (while requests keep failing, this is logged once a minute)`);
+      return;
+    }
+    this.outage.failures++;
+    if (now - this.outage.loggedAt < 60_000) return;
+    this.outage.loggedAt = now;
+    this.logger.warn(`[baton worker] requests have been failing for ${Math.round((now - this.outage.since) / 1000)} s (${this.outage.failures} failed requests); the last: ${what}`);
+  }
+
+  /** A request was answered: an outage, if there was one, is over. */
+  private answered(): void {
+    if (!this.outage) return;
+    const { since, failures } = this.outage;
+    this.outage = undefined;
+    this.logger.info(`[baton worker] the service answers again, after ${Math.round((Date.now() - since) / 1000)} s and ${failures} failed requests`);
   }
 
   /** Runs claimed items (from a poll, or from a report's answer). */
@@ -655,6 +691,7 @@ export class Worker {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[]; decided?: WireDecided[] } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },
         });
+        this.answered();
         this.settleDecided(tasks, reportWork.decided);
         // A decision recorded holds the outcome of the steps it failed: replays take it from the history.
         for (const d of decisions) if (d.commands !== undefined && !reportWork.rejected.some((r) => r.ref === d.ref)) this.refusedSteps.delete(d.ref.slice(3));
@@ -705,7 +742,8 @@ export class Worker {
         if (error instanceof BatonRequestError && error.status === 413) return this.tooLarge(decisions, tasks, until);
         // Refused as a whole, so nothing of it was applied: sent again at once without those fields.
         if (this.olderService(error)) continue;
-        const delay = Math.min(100 * 2 ** attempt, 2000);
+        const delay = Math.max(Math.min(100 * 2 ** attempt, 2000), error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
+        this.failed(`report failed (${(error as Error).message}); retrying in ${delay} ms`);
         if (Date.now() + delay > until) {
           this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes before their leases ended: ${(error as Error).message}`);
           for (const d of decisions) this.runs.delete(d.ref.slice(3));
@@ -791,6 +829,7 @@ export class Worker {
         const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts: attempts.slice(from, from + 500) },
         });
+        this.answered();
         for (const h of heartbeat) {
           if (!h.cancel) continue;
           // A decision the server gave up on is left to finish: its report will be refused.
@@ -811,7 +850,7 @@ export class Worker {
           }
         }
       } catch (error) {
-        this.logger.warn(`[baton worker] heartbeat failed: ${(error as Error).message}`);
+        this.failed(`heartbeat failed: ${(error as Error).message}`);
       }
     }
   }
