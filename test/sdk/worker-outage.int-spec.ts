@@ -82,4 +82,17 @@ describe('a worker facing an outage', () => {
     await waitFor(() => fake.requests() >= 3, { timeoutMs: 30_000, description: 'polls going on after the refusal' });
     expect(w.lines.warn[0]).toMatch(/poll failed \(rate limit .*\); retrying in 2000 ms/);
   });
+
+  it('stops at once when shut down while it waits to poll again', async () => {
+    const fake = await standIn(() => ({
+      status: 429,
+      headers: { 'retry-after': '3600' },
+      body: JSON.stringify({ errors: [{ message: 'rate limit exceeded; retry after 3600s', extensions: { code: 'RATE_LIMITED' } }] }),
+    }));
+    const w = worker(fake.url);
+    stop = async () => void fake.server.close();
+    await waitFor(() => w.lines.warn.length > 0, { timeoutMs: 10_000, description: 'the refused poll' });
+    await w.stop();
+    expect(fake.requests()).toBe(1);
+  });
 });
