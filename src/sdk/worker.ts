@@ -230,6 +230,8 @@ export class Worker {
    * replaces an earlier one).
    * @param options - Service, token, app, environment, definitions and tuning; see {@link WorkerOptions}.
    * @throws TypeError when `url` is not a valid URL, `concurrency` or `decisionConcurrency` is not a whole number of at least 1,
+   *   `heartbeatIntervalMs` is not a whole number of at least 1 (ms), `shutdownGraceMs`, `pollWaitMs` or `maxCachedWorkflows`
+   *   is not a whole number of at least 0, any of them is past 2^31 - 1,
    *   or a task's timeout or retry delay is longer than the protocol carries (2^31 - 1 ms, about 24.8 days).
    */
   constructor(private readonly options: WorkerOptions) {
@@ -242,6 +244,19 @@ export class Worker {
     for (const [option, value] of [['concurrency', this.limits.TASK], ['decisionConcurrency', this.limits.DECISION]] as const) {
       // A worker with no slot of a kind would never poll for it, and say nothing.
       if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${option} must be a whole number of at least 1, not ${String(value)}`);
+    }
+    // NaN (a flag of `5s`), 0 or past 2^31 - 1 ms: Node's timers take each as 1 ms, a heartbeat
+    // request every millisecond or a shutdown grace of none.
+    const timings: Array<[string, number | undefined, number]> = [
+      ['heartbeatIntervalMs', options.heartbeatIntervalMs, 1],
+      ['shutdownGraceMs', options.shutdownGraceMs, 0],
+      ['pollWaitMs', options.pollWaitMs, 0],
+      ['maxCachedWorkflows', options.maxCachedWorkflows, 0],
+    ];
+    for (const [option, value, least] of timings) {
+      if (value !== undefined && !(Number.isInteger(value) && value >= least && value <= MAX_PROTOCOL_MS)) {
+        throw new TypeError(`${option} must be a whole number from ${least} to ${MAX_PROTOCOL_MS}, not ${String(value)}`);
+      }
     }
     // The service takes a task's timeout and retry delays as 32-bit integers of milliseconds: one
     // past that made every poll of this worker fail, for good, with nothing pointing at the task.
