@@ -36,4 +36,26 @@ describe('workflow code (service + worker process)', () => {
     expect(done.result).toEqual({ caught: 'TaskFailedError', message: 'card declined' });
     expect(worker.process.exitCode).toBeNull();
   });
+
+  // Before, turning such a value into an error message threw itself, as an unhandled rejection:
+  // Node ended the worker process with every workflow it ran (and the next worker to replay it too).
+  it.each(['null-prototype', 'throwing-toString', 'throwing-message'])(
+    'workflow code that throws a value String() cannot print (%s) fails the workflow, and the worker lives on',
+    async (kind) => {
+      const id = await engine.dispatch('ThrowsUnprintable', [kind, false]);
+      const failed = await engine.waitForState(id, 'FAILED', 15_000);
+      expect(typeof failed.error).toBe('string');
+      expect(worker.process.exitCode).toBeNull();
+    },
+  );
+
+  it.each(['null-prototype', 'throwing-toString', 'throwing-message'])(
+    'a task that throws a value String() cannot print (%s) fails its attempt, and the worker lives on',
+    async (kind) => {
+      const id = await engine.dispatch('ThrowsUnprintable', [kind, true]);
+      const done = await engine.waitForState(id, 'COMPLETED', 15_000);
+      expect(done.result).toMatchObject({ caught: 'TaskFailedError' });
+      expect(worker.process.exitCode).toBeNull();
+    },
+  );
 });
