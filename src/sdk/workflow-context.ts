@@ -125,6 +125,8 @@ export interface WorkflowContext {
    * Answers `name` for readers outside the workflow (`workflowQuery` in GraphQL,
    * `client.queryWorkflow`): the handler runs on the workflow's replayed state at the end of each
    * decision and its JSON answer is recorded with the decision. It must not call `ctx` methods.
+   * One that throws, or answers what JSON cannot hold, answers `{ error: message }` (the decision
+   * and the other queries' answers are unaffected).
    * @example
    * let step = 'started';
    * ctx.onQuery('step', () => step);
@@ -266,18 +268,30 @@ export class WorkflowReplay {
     return this.finished;
   }
 
-  /** Each query handler's answer on the current state, as a JSON object string (null when there are none). */
+  /**
+   * Each query handler's answer on the current state, as a JSON object string (null when there are
+   * none). A handler that throws, or answers what JSON cannot hold, answers `{ error: message }`.
+   */
   answerQueries(): string | null {
     if (this.queries.size === 0) return null;
-    const answers: Record<string, unknown> = {};
+    // Each answer on its own: a handler that throws anything, or answers what JSON cannot hold,
+    // must not fail the decision (it was made again and failed again, the workflow stuck).
+    const answers: string[] = [];
     for (const [name, handler] of this.queries) {
+      let answer: string;
       try {
-        answers[name] = handler() ?? null;
+        const value = handler();
+        try {
+          answer = JSON.stringify(value ?? null) ?? 'null';
+        } catch (error) {
+          answer = JSON.stringify({ error: `the answer cannot be written as JSON: ${toError(error).message}` });
+        }
       } catch (error) {
-        answers[name] = { error: (error as Error).message };
+        answer = JSON.stringify({ error: toError(error).message });
       }
+      answers.push(`${JSON.stringify(name)}:${answer}`);
     }
-    return JSON.stringify(answers);
+    return `{${answers.join(',')}}`;
   }
 
   /**
