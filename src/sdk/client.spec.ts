@@ -78,3 +78,16 @@ describe('Client transport', () => {
     silent.closeAllConnections();
   });
 });
+
+describe('Client URL', () => {
+  // `localhost:3000` parses as a URL of protocol `localhost:`: every request then failed with
+  // "Protocol not supported", and a Worker retried it for ever, logging.
+  it.each(['localhost:3000', 'ftp://baton.example.com', '127.0.0.1:3000', 'not a url'])('%s is refused when the client is made, saying what is expected', (url) => {
+    expect(() => new Client({ url, token: 't' })).toThrow(TypeError);
+    expect(() => new Client({ url, token: 't' })).toThrow(/http:\/\/ or https:\/\//);
+  });
+
+  it.each(['http://localhost:3000', 'https://baton.example.com/', 'HTTP://127.0.0.1:3000'])('%s is taken', (url) => {
+    expect(() => new Client({ url, token: 't' })).not.toThrow();
+  });
+});

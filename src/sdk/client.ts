@@ -194,7 +194,7 @@ export class Client {
    * Makes a client; nothing is sent until the first call. Requests go to `<url>/graphql` with the
    * token as a bearer token, over kept-alive connections (http or https, from the URL).
    * @param options - The service's URL, an API token and, optionally, the request deadline.
-   * @throws TypeError when `url` is not a valid URL.
+   * @throws TypeError when `url` is not an `http://` or `https://` URL.
    * @example
    * const baton = new Client({ url: 'http://localhost:3000', token: process.env.BATON_TOKEN!, timeoutMs: 10_000 });
    */
@@ -202,7 +202,17 @@ export class Client {
     this.url = options.url.replace(/\/+$/, '');
     this.token = options.token;
     this.timeoutMs = options.timeoutMs ?? 30_000;
-    this.endpoint = new URL(`${this.url}/graphql`);
+    // `localhost:3000` is a URL too, of protocol `localhost:`: every request then failed, and a Worker retried for ever.
+    let endpoint: URL | undefined;
+    try {
+      endpoint = new URL(`${this.url}/graphql`);
+    } catch {
+      // Said below, with what is expected.
+    }
+    if (endpoint?.protocol !== 'http:' && endpoint?.protocol !== 'https:') {
+      throw new TypeError(`url must be an http:// or https:// URL of the Baton service (e.g. http://localhost:3000), not ${JSON.stringify(options.url)}`);
+    }
+    this.endpoint = endpoint;
     this.agent = this.endpoint.protocol === 'https:' ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   }
 

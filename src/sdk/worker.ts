@@ -31,7 +31,7 @@ import { WorkflowReplay } from './workflow-context.js';
  * its task and workflow definitions, and tuning (all optional, with defaults).
  */
 export interface WorkerOptions {
-  /** Base URL of the Baton service. */
+  /** Base URL of the Baton service, `http://` or `https://` (e.g. `http://localhost:3000`). */
   url: string;
   /** API token scoped to `appId`. */
   token: string;
@@ -229,7 +229,7 @@ export class Worker {
    * workflows are served under their definitions' names (a later definition of the same name
    * replaces an earlier one).
    * @param options - Service, token, app, environment, definitions and tuning; see {@link WorkerOptions}.
-   * @throws TypeError when `url` is not a valid URL, `concurrency` or `decisionConcurrency` is not a whole number of at least 1,
+   * @throws TypeError when `url` is not an `http://` or `https://` URL, `concurrency` or `decisionConcurrency` is not a whole number of at least 1,
    *   `heartbeatIntervalMs` is not a whole number of at least 1 (ms), `shutdownGraceMs`, `pollWaitMs` or `maxCachedWorkflows`
    *   is not a whole number of at least 0, any of them is past 2^31 - 1,
    *   or a task's timeout or retry delay is longer than the protocol carries (2^31 - 1 ms, about 24.8 days).
