@@ -220,6 +220,11 @@ export class Worker {
   private heartbeating: Promise<void> | undefined;
   /** When the last heartbeat request went out (ms since the epoch). */
   private lastHeartbeatAt = 0;
+  /**
+   * Most items (outcomes, or attempts heartbeated) sent in one request: 500, under the service's
+   * default MAX_REPORT_ITEMS (1,000), or that limit as the service states it when it refuses more.
+   */
+  private itemsPerRequest = 500;
   /** Requests failing in a row (an outage), logged once when it starts, once a minute while it lasts, and once when it ends. */
   private outage: { since: number; failures: number; loggedAt: number } | undefined;
   private registered: { workflows: string[]; tasks: Array<{ name: string; retry: RetryPolicyMs | null; timeoutMs: number | null }> } | undefined;
@@ -686,10 +691,11 @@ export class Worker {
       bytes += size;
       return true;
     };
+    const most = this.itemsPerRequest;
     let d = 0;
-    while (d < this.decisionReports.length && fits(reportBytes(this.decisionReports[d]), d)) d++;
+    while (d < this.decisionReports.length && d < most && fits(reportBytes(this.decisionReports[d]), d)) d++;
     let t = 0;
-    while (t < this.taskReports.length && fits(reportBytes(this.taskReports[t]), d + t)) t++;
+    while (t < this.taskReports.length && d + t < most && fits(reportBytes(this.taskReports[t]), d + t)) t++;
     return { decisions: this.decisionReports.splice(0, d), tasks: this.taskReports.splice(0, t) };
   }
 
@@ -755,6 +761,22 @@ export class Worker {
         return;
       } catch (error) {
         if (error instanceof BatonRequestError && error.status === 413) return this.tooLarge(decisions, tasks, until);
+        // More items than the service takes in one report: refused as a whole, and sent again it
+        // would be refused again until the leases ended and every outcome was dropped.
+        const limit = this.itemLimit(error);
+        if (limit !== undefined && decisions.length + tasks.length > limit) {
+          this.itemsPerRequest = Math.min(this.itemsPerRequest, limit);
+          const sends: Array<Promise<void>> = [];
+          for (let d = 0, t = 0; d < decisions.length || t < tasks.length; ) {
+            const dn = Math.min(limit, decisions.length - d);
+            const tn = Math.min(limit - dn, tasks.length - t);
+            sends.push(this.send(decisions.slice(d, d + dn), tasks.slice(t, t + tn), until));
+            d += dn;
+            t += tn;
+          }
+          await Promise.all(sends);
+          return;
+        }
         // Refused as a whole, so nothing of it was applied: sent again at once without those fields.
         if (this.olderService(error)) continue;
         const delay = Math.max(Math.min(100 * 2 ** attempt, 2000), error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
@@ -768,6 +790,13 @@ export class Worker {
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
+  }
+
+  /** The service's MAX_REPORT_ITEMS, as its refusal of a report or heartbeat holding more states it; undefined for any other error. */
+  private itemLimit(error: unknown): number | undefined {
+    if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return undefined;
+    const stated = /at most (\d+) \w+ \(MAX_REPORT_ITEMS\)/.exec(error.message);
+    return stated ? Math.max(1, Number(stated[1])) : undefined;
   }
 
   /**
@@ -838,11 +867,11 @@ export class Worker {
       ...waiting.map((item) => ({ ref: item.ref, attemptId: (item.kind === 'TASK' ? item.attemptId : item.decisionId)! })),
     ];
     this.lastHeartbeatAt = Date.now();
-    // At most 500 a request: the service takes MAX_REPORT_ITEMS (1,000 by default) in one.
-    for (let from = 0; from < attempts.length; from += 500) {
+    // At most itemsPerRequest a request: the service takes MAX_REPORT_ITEMS (1,000 by default) in one.
+    for (let from = 0, size = this.itemsPerRequest; from < attempts.length; from += size) {
       try {
         const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
-          input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts: attempts.slice(from, from + 500) },
+          input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts: attempts.slice(from, from + size) },
         });
         this.answered();
         for (const h of heartbeat) {
@@ -865,6 +894,14 @@ export class Worker {
           }
         }
       } catch (error) {
+        const limit = this.itemLimit(error);
+        if (limit !== undefined && limit < size) {
+          // Sent again at once, in requests the service takes.
+          this.itemsPerRequest = Math.min(this.itemsPerRequest, limit);
+          size = limit;
+          from -= size; // the loop's step brings it back to the same attempt
+          continue;
+        }
         this.failed(`heartbeat failed: ${(error as Error).message}`);
       }
     }
