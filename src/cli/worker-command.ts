@@ -54,6 +54,11 @@ export async function workerCommand(modulePath: string, values: WorkerCommandOpt
     return 2;
   }
   const { tasks, workflows } = await loadDefinitions(modulePath);
+  if (tasks.length + workflows.length === 0) {
+    // Else it polled for nothing, for ever: a wrong path, or an index that re-exports nothing.
+    process.stderr.write(`baton worker: ${modulePath} exports no task or workflow definition (defineTask / defineWorkflow values exported by name)\n`);
+    return 2;
+  }
   const worker = new Worker({
     url: values.url,
     token: values.token,

@@ -52,3 +52,16 @@ describe('baton worker refuses such flags before it polls', () => {
     expect(run.stderr).toContain(`baton worker: ${flag} must be`);
   });
 });
+
+describe('baton worker on a module that defines nothing', () => {
+  // A wrong path (a compiled file that re-exports nothing, the module's index) started a worker that
+  // polled for nothing and said only "serving no workflows; tasks none", for ever.
+  it('exits 2 saying the module exports no task or workflow definition', () => {
+    const run = spawnSync(process.execPath, [join(process.cwd(), 'dist/src/cli/baton.js'), 'worker', 'dist/src/sdk/duration.js', '--url', 'http://127.0.0.1:1', '--token', 't', '--app', 'demo', '--env', 'cli'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('exports no task or workflow definition');
+  });
+});
