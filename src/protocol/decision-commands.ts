@@ -22,6 +22,11 @@ export type Selector =
       tag?: string;
     };
 
+/** Longest error message the service records from a worker (a task's, a step's or a workflow's error, a failed decision's message), in characters. */
+export const MAX_ERROR_MESSAGE_LENGTH = 16_384;
+/** Longest error name the service records from a worker, in characters. */
+export const MAX_ERROR_NAME_LENGTH = 256;
+
 /** How a task or workflow failed, as reported by a worker. */
 export interface TaskErrorShape {
   message: string;

@@ -1,3 +1,5 @@
+import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_NAME_LENGTH } from '../protocol/decision-commands.js';
+
 /**
  * What was thrown, as an Error: task, step, handler and workflow code may throw anything. An
  * object with a string `message` (what many libraries reject with) keeps its message and `name`;
@@ -29,4 +31,28 @@ function describeUnprintable(thrown: unknown): string {
     // As unprintable as JSON: its type is all there is to say.
   }
   return `a value that has no text (${Object.prototype.toString.call(thrown)}) was thrown`;
+}
+
+/**
+ * `text` cut to at most `most` characters, saying so and how long it was, and never between the
+ * two halves of a surrogate pair (a lone half is a string the service refuses).
+ * @internal
+ */
+export function cutText(text: string, most: number): string {
+  if (text.length <= most) return text;
+  const note = `… (cut; ${text.length} characters in all)`;
+  let end = Math.max(0, most - note.length);
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return text.slice(0, end) + note;
+}
+
+/**
+ * A thrown error's message and name as the service records them: an error whose message carries a
+ * whole response body was never recorded (its report refused as a whole, again and again), so
+ * they are cut to the service's lengths.
+ * @internal
+ */
+export function errorText(error: Error): { message: string; name: string } {
+  return { message: cutText(String(error.message), MAX_ERROR_MESSAGE_LENGTH), name: cutText(String(error.name), MAX_ERROR_NAME_LENGTH) };
 }

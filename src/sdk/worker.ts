@@ -8,6 +8,7 @@ import { NonDeterminismError, NonRetryableError, RetryableError } from './errors
 import {
   DECISION_HISTORY,
   HEARTBEAT,
+  MAX_ERROR_MESSAGE_LENGTH,
   type HistoryEvent,
   type Json,
   POLL_WORK,
@@ -22,7 +23,7 @@ import {
   parseRef,
   replayableHistory,
 } from '../protocol/index.js';
-import { toError } from './thrown.js';
+import { cutText, errorText, toError } from './thrown.js';
 import { after } from './timers.js';
 import { WorkflowReplay } from './workflow-context.js';
 
@@ -526,7 +527,7 @@ export class Worker {
     } catch (error) {
       const e = error as Error;
       report.failureCode = error instanceof NonDeterminismError ? error.code : 'WORKER_ERROR';
-      report.failureMessage = e.message;
+      report.failureMessage = cutText(String(e.message), MAX_ERROR_MESSAGE_LENGTH);
       report.historyPosition = error instanceof NonDeterminismError ? error.historyPosition : null;
       this.logger.error(`[baton worker] decision for ${workflowId} failed: ${e.message}`);
     }
@@ -596,8 +597,7 @@ export class Worker {
       const e = toError(error);
       if (this.releasing.has(item.ref) || this.stoppedForFailedWorkflow.has(item.ref)) report.released = true;
       else report.error = {
-        message: e.message,
-        name: e.name,
+        ...errorText(e),
         ...(e instanceof NonRetryableError ? { nonRetryable: true } : {}),
         ...(e instanceof RetryableError && e.retryAfterMs !== undefined ? { retryAfterMs: Math.round(e.retryAfterMs) } : {}),
       };

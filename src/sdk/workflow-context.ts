@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { type DecisionCommand, type HistoryEvent, type Json, type Selector, type TaskErrorShape, callId } from '../protocol/decision-commands.js';
+import { type DecisionCommand, type HistoryEvent, type Json, MAX_ERROR_MESSAGE_LENGTH, type Selector, type TaskErrorShape, callId } from '../protocol/decision-commands.js';
 import { type RetryPolicyMs, backoffDelay } from '../protocol/retry-policy.js';
 import { type RetryPolicy, type TaskDefinition, type WorkflowDefinition, resolveRetryPolicy } from './definitions.js';
 import { type Moment, isMoment, resolveMoment } from './moments.js';
 import { Duration, toMs } from './duration.js';
 import { NonDeterminismError, NonRetryableError, RetryableError, TaskFailedError } from './errors.js';
-import { toError } from './thrown.js';
+import { cutText, errorText, toError } from './thrown.js';
 import { after, delay } from './timers.js';
 
 export type { HistoryEvent, Selector } from '../protocol/decision-commands.js';
@@ -477,7 +477,8 @@ export class WorkflowReplay {
           await delay(stepRetryDelay(policy!, attempt, e));
           continue;
         }
-        const error: TaskErrorShape = { message: e.message, ...(e.name && e.name !== 'Error' ? { name: e.name } : {}) };
+        const text = errorText(e);
+        const error: TaskErrorShape = { message: text.message, ...(text.name && text.name !== 'Error' ? { name: text.name } : {}) };
         call.command.error = error;
         return { error };
       }
@@ -513,8 +514,7 @@ export class WorkflowReplay {
       .then(
         (result) => this.finish({ type: 'CompleteWorkflow', result: (result === undefined ? null : result) as never }),
         (error: unknown) => {
-          const e = toError(error);
-          this.finish({ type: 'FailWorkflow', error: { message: e.message, name: e.name } });
+          this.finish({ type: 'FailWorkflow', error: errorText(toError(error)) });
         },
       );
   }
@@ -600,8 +600,8 @@ export class WorkflowReplay {
   }
 
   private failFromHandler(error: unknown): void {
-    const e = toError(error);
-    this.finish({ type: 'FailWorkflow', error: { message: `event handler failed: ${e.message}`, name: e.name } });
+    const { message, name } = errorText(toError(error));
+    this.finish({ type: 'FailWorkflow', error: { message: cutText(`event handler failed: ${message}`, MAX_ERROR_MESSAGE_LENGTH), name } });
   }
 
   private await<T>(seq: number): Promise<T> {
