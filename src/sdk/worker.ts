@@ -121,6 +121,9 @@ export interface WorkerOptions {
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
 }
 
+/** The longest delay a task's `RetryableError` may ask for, as the service takes it (365 days). */
+const MAX_RETRY_AFTER_MS = 365 * 24 * 3_600_000;
+
 /** The longest duration the worker protocol carries (a GraphQL Int of milliseconds). */
 const MAX_PROTOCOL_MS = 2 ** 31 - 1;
 
@@ -599,7 +602,9 @@ export class Worker {
       else report.error = {
         ...errorText(e),
         ...(e instanceof NonRetryableError ? { nonRetryable: true } : {}),
-        ...(e instanceof RetryableError && e.retryAfterMs !== undefined ? { retryAfterMs: Math.round(e.retryAfterMs) } : {}),
+        // Within what the service takes (0 to 365 days): a delay computed as `resetAt - Date.now()`
+        // came out negative, and the service refused the whole report for it.
+        ...(e instanceof RetryableError && e.retryAfterMs !== undefined && !Number.isNaN(e.retryAfterMs) ? { retryAfterMs: Math.min(Math.max(0, Math.round(e.retryAfterMs)), MAX_RETRY_AFTER_MS) } : {}),
       };
     } finally {
       cancelTimeout?.();
