@@ -120,7 +120,8 @@ export function defineTask<Args extends unknown[], Result>(
 /**
  * Defines a workflow. Its code must be deterministic: use `ctx.now()`, `ctx.random()`,
  * `ctx.uuid()` and `ctx.sleep()` instead of `Date.now()`, `Math.random()` or `setTimeout`,
- * and do I/O only in tasks. Name new versions `Name_v2`, `Name_v3`: a dispatch of `Name` runs
+ * and do I/O only in tasks (or `ctx.step`): a decision whose code awaits anything else fails as
+ * `WORKFLOW_BLOCKED`. Name new versions `Name_v2`, `Name_v3`: a dispatch of `Name` runs
  * the highest version a worker serves, and running workflows keep the version they started with.
  * @example
  * export const onboarding = defineWorkflow('Onboarding', async (ctx, email: string) => {

@@ -25,7 +25,7 @@ import {
 } from '../protocol/index.js';
 import { cutText, errorText, toError } from './thrown.js';
 import { after } from './timers.js';
-import { WorkflowReplay } from './workflow-context.js';
+import { WorkflowBlockedError, WorkflowReplay } from './workflow-context.js';
 
 /**
  * What a {@link Worker} serves and how: the service to poll, the app and environment it works for,
@@ -529,7 +529,7 @@ export class Worker {
       if (!run!.replay.isFinished) this.hold(workflowId, run!);
     } catch (error) {
       const e = error as Error;
-      report.failureCode = error instanceof NonDeterminismError ? error.code : 'WORKER_ERROR';
+      report.failureCode = error instanceof NonDeterminismError || error instanceof WorkflowBlockedError ? error.code : 'WORKER_ERROR';
       report.failureMessage = cutText(String(e.message), MAX_ERROR_MESSAGE_LENGTH);
       report.historyPosition = error instanceof NonDeterminismError ? error.historyPosition : null;
       this.logger.error(`[baton worker] decision for ${workflowId} failed: ${e.message}`);

@@ -399,7 +399,33 @@ export class WorkflowReplay {
           if (OUTCOMES.has(event.type)) this.unseen.push(event);
       }
     }
+    if (!this.replaying && this.isBlocked()) {
+      throw new WorkflowBlockedError(
+        `workflow ${this.workflow.name} (${this.workflowId}) awaits something that is not a ctx call (fetch, a database client, setTimeout?): ` +
+          'its decision ends with nothing recorded to wait for, and what the code does once that settles would never be sent. ' +
+          'Do I/O in a task (ctx.run) or an inline step (ctx.step), wait with ctx.sleep, ctx.waitForEvent or ctx.onEvent',
+      );
+    }
     return this.withCarriedEvents([...this.buffer]);
+  }
+
+  /**
+   * True when the code, at the end of a live decision, neither ended nor waits on anything `ctx`
+   * gave it (no task, child, timer, event wait, step, running or registered event handler): it is
+   * suspended on a promise of its own. That decision used to complete (with whatever commands came
+   * first) and the workflow hung for ever, silently.
+   */
+  private isBlocked(): boolean {
+    return (
+      this.started &&
+      !this.finished &&
+      this.awaiting.size === 0 &&
+      this.timers.size === 0 &&
+      this.waiters.length === 0 &&
+      this.steps.length === 0 &&
+      this.handling.size === 0 &&
+      this.handlers.size === 0
+    );
   }
 
   /**
@@ -741,6 +767,16 @@ export class WorkflowReplay {
       },
       log: { info: log('info'), warn: log('warn'), error: log('error') },
     };
+  }
+}
+
+/** Workflow code awaiting something that is not a `ctx` call (reported as a failed decision, code `WORKFLOW_BLOCKED`). */
+export class WorkflowBlockedError extends Error {
+  /** The failure code the worker reports for the decision (`DecisionFailed.code`). */
+  readonly code = 'WORKFLOW_BLOCKED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'WorkflowBlockedError';
   }
 }
 
