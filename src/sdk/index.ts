@@ -13,5 +13,5 @@ export { BatonRequestError, Client, WorkflowEndedError } from './client.js';
 export type { ClientOptions, DispatchedWorkflow, SelectorActionResult, WorkflowSelector, WorkflowSummary } from './client.js';
 export { at, dayOfMonth, friday, monday, onWeekday, saturday, sunday, thursday, tuesday, wednesday } from './moments.js';
 export type { Moment, Weekday } from './moments.js';
-export { WorkflowReplay, tagged } from './workflow-context.js';
+export { WorkflowBlockedError, WorkflowReplay, tagged } from './workflow-context.js';
 export type { ChildOptions, HistoryEvent, SelectedWorkflows, Selector, StepAttempt, StepOptions, WorkflowContext } from './workflow-context.js';

@@ -352,6 +352,9 @@ export class WorkflowReplay {
    * (sticky execution), so a decision costs what happened since the previous one, not the whole
    * history. At each `DecisionCompleted` the commands the code produced are checked against the
    * recorded ones.
+   * @throws {@link NonDeterminismError} when the code no longer matches the history.
+   * @throws {@link WorkflowBlockedError} when, at the end of a live decision (not `verifyOnly`), the
+   *   code awaits something that is not a `ctx` call.
    */
   async feed(events: HistoryEvent[]): Promise<Command[]> {
     // A step's outcome is recorded after the decision that ran it, and the code asks for it while
@@ -770,10 +773,19 @@ export class WorkflowReplay {
   }
 }
 
-/** Workflow code awaiting something that is not a `ctx` call (reported as a failed decision, code `WORKFLOW_BLOCKED`). */
+/**
+ * Workflow code that, at the end of a decision, awaits something that is not a `ctx` call (`fetch`,
+ * a database client, `setTimeout`): the worker reports the decision failed with code
+ * `WORKFLOW_BLOCKED`, and the workflow stays where it was until code that does its I/O in tasks or
+ * steps runs it.
+ */
 export class WorkflowBlockedError extends Error {
   /** The failure code the worker reports for the decision (`DecisionFailed.code`). */
   readonly code = 'WORKFLOW_BLOCKED';
+  /**
+   * Thrown by the SDK's replay, not by user code.
+   * @param message - Which workflow, and what to do instead.
+   */
   constructor(message: string) {
     super(message);
     this.name = 'WorkflowBlockedError';
