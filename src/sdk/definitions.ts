@@ -60,7 +60,12 @@ export interface TaskContext {
   workflowId?: string;
   /** Attempt number, from 1. */
   attempt: number;
-  /** Aborted when the attempt times out, its workflow is terminated, or the worker shuts down. */
+  /**
+   * Aborted when the attempt times out, when the service says to stop (its workflow terminated or
+   * failed; seen at the worker's next heartbeat), or when the worker shuts down and its
+   * `shutdownGraceMs` has run out. Code that ignores it keeps running, but its outcome is no longer
+   * awaited: the attempt is reported failed (or given back, at shutdown) and its slot freed.
+   */
   signal: AbortSignal;
   /**
    * Tells the server the attempt is alive (the worker also does this on its own while the task
