@@ -68,7 +68,8 @@ export interface WorkerOptions {
   pollWaitMs?: number;
   /**
    * How often running task attempts, and decisions still running inline steps, report they are
-   * alive (keep it well under the server's `LEASE_MS`).
+   * alive (keep it well under the server's `LEASE_MS`: the worker warns once when it is more than
+   * half the lease of the work it is handed).
    * @default 5000
    */
   heartbeatIntervalMs?: number;
@@ -229,6 +230,8 @@ export class Worker {
    * default MAX_REPORT_ITEMS (1,000), or that limit as the service states it when it refuses more.
    */
   private itemsPerRequest = 500;
+  /** Whether the heartbeat interval was found too long for the service's leases (warned once). */
+  private leaseWarned = false;
   /** Requests failing in a row (an outage), logged once when it starts, once a minute while it lasts, and once when it ends. */
   private outage: { since: number; failures: number; loggedAt: number } | undefined;
   private registered: { workflows: string[]; tasks: Array<{ name: string; retry: RetryPolicyMs | null; timeoutMs: number | null }> } | undefined;
@@ -398,7 +401,26 @@ export class Worker {
 
   /** Runs claimed items (from a poll, or from a report's answer). */
   private start(items: WorkItem[]): void {
-    for (const item of items) this.admit(item);
+    for (const item of items) {
+      this.checkLease(item);
+      this.admit(item);
+    }
+  }
+
+  /**
+   * Warns, once, when heartbeats are too far apart for the leases the service grants (its
+   * LEASE_MS): every task longer than the lease lapsed and ran again, and nothing said why.
+   */
+  private checkLease(item: WorkItem): void {
+    if (this.leaseWarned) return;
+    const leaseMs = Date.parse(item.leaseExpiresAt) - Date.now();
+    const every = this.options.heartbeatIntervalMs ?? 5000;
+    if (!(leaseMs > 0) || every * 2 <= leaseMs) return;
+    this.leaseWarned = true;
+    this.logger.warn(
+      `[baton worker] heartbeatIntervalMs (${every} ms) is more than half the lease the service grants (about ${Math.round(leaseMs / 1000)} s, its LEASE_MS, ` +
+        "or this machine's clock is ahead of the service's): work longer than the lease can lose it between two heartbeats and run again; set heartbeatIntervalMs well under it",
+    );
   }
 
   /** Runs `item` in a free slot of its kind, or keeps it waiting for one; a task handed over after the stop goes back unrun. */
