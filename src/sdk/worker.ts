@@ -364,7 +364,11 @@ export class Worker {
         // A 429 says when to come back (Retry-After): sooner is refused again.
         const wait = Math.max(backoff, error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
         this.failed(`poll failed (${(error as Error).message}); retrying in ${wait} ms`);
-        await Promise.race([new Promise((resolve) => setTimeout(resolve, wait)), this.stopped]);
+        // The timer is cleared when the worker stops first: a Retry-After of an hour kept the
+        // process of a worker shut down alive for that hour.
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([new Promise((resolve) => (timer = setTimeout(resolve, wait))), this.stopped]);
+        clearTimeout(timer);
         backoff = Math.min(backoff * 2, 5000);
         continue;
       }

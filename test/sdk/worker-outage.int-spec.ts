@@ -59,6 +59,7 @@ describe('a worker facing an outage', () => {
     stop = async () => {
       await w.stop();
       fake.server.close();
+      fake.server.closeAllConnections();
     };
     await waitFor(() => fake.requests() >= 8, { timeoutMs: 30_000, description: 'polls going on after the outage' });
     expect(w.lines.warn).toHaveLength(1);
@@ -78,6 +79,7 @@ describe('a worker facing an outage', () => {
     stop = async () => {
       await w.stop();
       fake.server.close();
+      fake.server.closeAllConnections();
     };
     await waitFor(() => fake.requests() >= 3, { timeoutMs: 30_000, description: 'polls going on after the refusal' });
     expect(w.lines.warn[0]).toMatch(/poll failed \(rate limit .*\); retrying in 2000 ms/);
@@ -90,7 +92,11 @@ describe('a worker facing an outage', () => {
       body: JSON.stringify({ errors: [{ message: 'rate limit exceeded; retry after 3600s', extensions: { code: 'RATE_LIMITED' } }] }),
     }));
     const w = worker(fake.url);
-    stop = async () => void fake.server.close();
+    stop = async () => {
+      fake.server.close();
+      fake.server.closeAllConnections();
+    };
+      fake.server.closeAllConnections();
     await waitFor(() => w.lines.warn.length > 0, { timeoutMs: 10_000, description: 'the refused poll' });
     await w.stop();
     expect(fake.requests()).toBe(1);
