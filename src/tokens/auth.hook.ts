@@ -28,8 +28,13 @@ class RateLimiter {
   private counts = new Map<string, number>();
   constructor(private readonly perMinute: number) {}
 
-  /** Counts `cost` requests; seconds to wait, or 0 when they may go ahead. */
-  take(key: string, now = Date.now(), cost = 1): number {
+  /**
+   * Counts `cost` requests; seconds to wait, or 0 when they may go ahead. With `refundRefused`,
+   * a charge that does not fit is not kept: the further root fields of a refused request never
+   * ran, and charging them left the token refused for the rest of the minute though it had
+   * room for a smaller request (the request itself was counted when it arrived, as any refused one is).
+   */
+  take(key: string, now = Date.now(), cost = 1, refundRefused = false): number {
     if (this.perMinute === 0) return 0;
     const window = Math.floor(now / 60_000) * 60_000;
     if (window !== this.windowStart) {
@@ -37,8 +42,9 @@ class RateLimiter {
       this.counts = new Map();
     }
     const count = (this.counts.get(key) ?? 0) + cost;
-    this.counts.set(key, count);
-    return count > this.perMinute ? Math.ceil((window + 60_000 - now) / 1000) : 0;
+    const refused = count > this.perMinute;
+    if (!refused || !refundRefused) this.counts.set(key, count);
+    return refused ? Math.ceil((window + 60_000 - now) / 1000) : 0;
   }
 }
 
@@ -125,7 +131,7 @@ export function installAuth(
       return graphqlError(reply, 429, 'RATE_LIMITED', `rate limit of ${rateLimitPerMinute} requests per minute exceeded; retry after ${retryAfter}s`);
     }
     request.principal = principal;
-    if (rateLimitPerMinute > 0) request.chargeRequests = (count) => limiter.take(principal.tokenId, clock.now(), count);
+    if (rateLimitPerMinute > 0) request.chargeRequests = (count) => limiter.take(principal.tokenId, clock.now(), count, true);
     const min = request.headers[MIN_POSITION_HEADER];
     if (typeof min === 'string' && min !== '') {
       if (!/^\d{1,19}$/.test(min)) {

@@ -12,7 +12,9 @@ import { RateLimitedError } from '../shared/errors.js';
  * token could dispatch 250 times faster than the limit read.
  *
  * Over the limit, the whole request is refused before any of it runs: 429 `RATE_LIMITED`, with
- * `Retry-After`.
+ * `Retry-After`; its further root fields are then not charged (the request itself is, as any
+ * refused request is), so a request too big for what is left of the minute does not also use up
+ * the room a smaller one still fits in.
  */
 export function rootFieldRateLimitPlugin(rateLimitPerMinute: number): ApolloServerPlugin<BaseContext> {
   return {

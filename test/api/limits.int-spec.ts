@@ -283,6 +283,32 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE=5)', () => {
     expect(expectData(count).workflows.totalCount).toBe(3);
   });
 
+  it('a request refused for its root fields spends only its own one: what none of its fields ran is not charged, and a request that fits still goes', async () => {
+    const [token] = await issueTokens(service, [{ apps: ['demo'] }]);
+    if (Date.now() % 60_000 > 55_000) {
+      const now = minute();
+      await waitFor(() => minute() !== now, { timeoutMs: 6_000, intervalMs: 50, description: 'the next minute' });
+    }
+    const started = minute();
+    const name = unique('Refunded');
+    const dispatches = (count: number, prefix: string) =>
+      JSON.stringify({
+        query: `mutation { ${Array.from({ length: count }, (_, i) => `${prefix}${i}: dispatchWorkflow(input: { appId: "demo", environment: "dev", name: "${name}", input: "[]" }) { id }`).join(' ')} }`,
+      });
+    const six = await post(service, dispatches(6, 'a'), token);
+    expect(six.status).toBe(429);
+    // Nothing of the six ran; the request itself counts (1), as any refused request does. With
+    // issueTokens' own request: 1 + 1 + 3 ≤ 5 (charging the six's fields made it 1 + 6 + 3).
+    const three = await post(service, dispatches(3, 'b'), token);
+    expect(minute()).toBe(started);
+    expect(three.status).toBe(200);
+    expect(Object.keys(expectData(three))).toHaveLength(3);
+    // And the limit still holds: two more dispatches in the minute are refused.
+    const two = await post(service, dispatches(2, 'c'), token);
+    expect(minute()).toBe(started);
+    expect(two.status).toBe(429);
+  });
+
   it('requests without a valid token answer 401, not 429 (they are not counted against a token)', async () => {
     for (let i = 0; i < 7; i++) {
       expect((await post(service, '{"query":"{ __typename }"}', null)).status).toBe(401);
