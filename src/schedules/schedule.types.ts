@@ -133,6 +133,10 @@ export function toScheduleType(view: ScheduleView, model: SchedulesReadModel): S
   const { state } = view;
   const { spec } = state;
   const cron = scheduleCron(spec);
+  // Kept once computed: a selected field is read twice, by the answer budget's size accounting
+  // and by GraphQL, and a spread or JSON copy reads it again.
+  let input: string | undefined;
+  let cronDescription: string | undefined;
   return {
     [SCHEDULE_CRON]: cron,
     id: view.id,
@@ -143,12 +147,12 @@ export function toScheduleType(view: ScheduleView, model: SchedulesReadModel): S
     // Read only when the query selects them: a page of 500 schedules is read for their ids and
     // times far more often than for their inputs (up to MAX_PAYLOAD_BYTES each) or their cron in words.
     get input() {
-      return JSON.stringify(spec.input);
+      return (input ??= JSON.stringify(spec.input));
     },
     tag: spec.tag,
     cron: spec.cron,
     get cronDescription() {
-      return describeCron(cron);
+      return (cronDescription ??= describeCron(cron));
     },
     timezone: spec.timezone,
     overlapPolicy: spec.overlapPolicy as ScheduleOverlapPolicy,
