@@ -90,7 +90,7 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
       if (expired.length === 0 || this.lifecycle.draining) break;
       after = expired[expired.length - 1];
       const deleted: string[] = [];
-      for (const view of expired) if (await this.deleteIfStillFinished(view.id)) deleted.push(view.id);
+      for (const view of expired) if (await this.deleteIfStillFinished(view)) deleted.push(view.id);
       if (deleted.length > 0) {
         const data: WorkflowsExpiredData = { workflowIds: deleted, cutoff: cutoff.toISOString() };
         const { position } = await this.store.append(`retention-${uuidv7()}`, [
@@ -113,7 +113,8 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
    * read, so a retry appended in between spares it too. Deleting first and asking after lost
    * retries that were acknowledged: they went with the stream.
    */
-  private async deleteIfStillFinished(workflowId: string): Promise<boolean> {
+  private async deleteIfStillFinished(view: WorkflowView): Promise<boolean> {
+    const workflowId = view.id;
     const streamId = `workflow-${workflowId}`;
     // From the end, a page at a time, back to the last ending or retry: a few events (late
     // results may follow an ending), not the whole history.
@@ -129,9 +130,12 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
       if (page.length < TAIL_PAGE || page[page.length - 1].revision === 0n) return false; // never ended: not ours to delete
       fromRevision = page[page.length - 1].revision - 1n;
     }
-    // A derived id (UUID v8: an idempotency key's generation, a child's) is remembered as deleted,
-    // so an idempotent dispatch walks past it rather than taking it for a free generation.
-    const removed = await this.store.deleteStream!(streamId, { expectedRevision: last, remember: isDerivedId(workflowId) });
+    // An idempotency key's generation (a derived id, UUID v8, with no parent) is remembered as
+    // deleted, so an idempotent dispatch walks past it rather than taking it for a free generation.
+    // A child's id is derived too, but no dispatch looks it up: remembering it kept a row for
+    // every child ever deleted, a table that grew with all history retention was deleting.
+    const remember = isDerivedId(workflowId) && view.parentId === null;
+    const removed = await this.store.deleteStream!(streamId, { expectedRevision: last, remember });
     return removed !== 0;
   }
 }

@@ -224,6 +224,53 @@ describe('retention deleting an earlier generation of a key reused after its win
   });
 });
 
+describe('what retention remembers of the streams it deletes (deleted_streams)', () => {
+  let service: Service;
+  let worker: FixtureWorker;
+  const environment = unique('remembered');
+  beforeAll(async () => {
+    service = await startService({ env: { RETENTION_DAYS: String(2 / 86_400), RETENTION_SWEEP_MS: '100', IDEMPOTENCY_WINDOW_MS: '1000' } });
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await service?.stop();
+  });
+
+  const remembered = (): string[] => {
+    const db = new Database(service.storeUrl.slice('sqlite:'.length), { readonly: true });
+    try {
+      return (db.prepare('SELECT stream_id FROM deleted_streams').all() as Array<{ stream_id: string }>).map((r) => r.stream_id);
+    } finally {
+      db.close();
+    }
+  };
+
+  it("an idempotency key's generation, which a dispatch walks past, and not a child's id, which no dispatch looks up: the table does not grow with every child ever deleted", async () => {
+    const engine = new Engine(service, environment);
+    const keyed = expectData(
+      await gql(service, 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
+        input: { appId: 'demo', environment, name: 'ManyChildren', input: '[2]', idempotencyKey: unique('key') },
+      }),
+    ).dispatchWorkflow.id as string;
+    await engine.waitForState(keyed);
+    const listed = await gql(service, 'query($environment: String!, $parentId: ID) { workflows(filter: { appId: "demo", environment: $environment, parentId: $parentId }) { nodes { id } } }', {
+      environment,
+      parentId: keyed,
+    });
+    const children = (expectData(listed).workflows.nodes as Array<{ id: string }>).map((n) => n.id);
+    expect(children).toHaveLength(2);
+    await waitFor(async () => (await Promise.all([keyed, ...children].map((id) => engine.client.workflow('demo', environment, id)))).every((w) => w === null), {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+      description: 'retention to delete the parent and its children',
+    });
+    const rows = remembered();
+    expect(rows).toContain(`workflow-${keyed}`);
+    for (const id of children) expect(rows).not.toContain(`workflow-${id}`);
+  });
+});
+
 describe('retryWorkflows while another instance is deleting the workflows it lists', () => {
   let service: Service | undefined;
   let worker: FixtureWorker | undefined;
