@@ -65,6 +65,11 @@ function isStoreFile(store: string, path: string): boolean {
   });
 }
 
+/** Removes the -wal, -shm and -journal files SQLite keeps beside `file`. */
+function removeSidecars(file: string): void {
+  for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${file}${suffix}`, { force: true });
+}
+
 /** The most pages better-sqlite3 transfers in one backup step: all of them. */
 const ALL_PAGES = 0x7fffffff;
 
@@ -106,7 +111,9 @@ export async function backupCommand(url: string, target: string, options: { forc
       progress.stop();
       source.close();
     }
-    const copy = new Database(partial, { readonly: true, fileMustExist: true });
+    // Read-write, so that closing it removes the -wal and -shm files the check opened (a
+    // read-only connection leaves them, and they would outlive the partial file's name).
+    const copy = new Database(partial, { fileMustExist: true });
     let summary: string;
     try {
       const integrity = copy.pragma('integrity_check', { simple: true });
@@ -116,10 +123,13 @@ export async function backupCommand(url: string, target: string, options: { forc
     } finally {
       copy.close();
     }
+    // A -wal left beside the copy being replaced would be read as part of the new one.
+    removeSidecars(destination);
     renameSync(partial, destination);
     process.stdout.write(`backup of ${resolve(file)} written to ${destination}: ${summary}, ${statSync(destination).size} bytes, in ${Date.now() - started} ms\n`);
   } catch (error) {
     rmSync(partial, { force: true });
+    removeSidecars(partial);
     if (error instanceof CliError) throw error;
     throw new CliError(`backup of ${resolve(file)} failed, ${existsSync(destination) ? `${destination} left as it was` : 'nothing written'}: ${(error as Error).message}`, 1);
   }

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APP, Engine, unique } from '../engine/engine-helpers.js';
@@ -190,6 +190,52 @@ describe('baton backup onto the store itself', () => {
     expect(failed.code).not.toBe(0);
     expect(failed.stderr).not.toMatch(/\n\s+at /);
     expect(baton(['tokens', 'list'], { EVENT_STORE_URL: `sqlite:${old}` }).stdout).toMatch(/active +role=admin +apps=demo/);
+  });
+});
+
+describe('baton backup leaves the backup alone beside it', () => {
+  it('no -wal, -shm or .partial files after a backup, a --force backup or a failed one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
+    const file = join(dir, 'baton.db');
+    expect(baton(['tokens', 'create', '--app', 'demo', '--create'], { EVENT_STORE_URL: `sqlite:${file}` }).code).toBe(0);
+    const out = join(dir, 'backups');
+    mkdirSync(out);
+    const target = join(out, 'copy.db');
+    expect(baton(['backup', target], { EVENT_STORE_URL: `sqlite:${file}` }).code).toBe(0);
+    expect(readdirSync(out)).toEqual(['copy.db']);
+    expect(baton(['backup', target, '--force'], { EVENT_STORE_URL: `sqlite:${file}` }).code).toBe(0);
+    expect(readdirSync(out)).toEqual(['copy.db']);
+    const broken = join(dir, 'broken.db');
+    writeFileSync(broken, 'not a database, but long enough to be read as one '.repeat(200));
+    expect(baton(['backup', target, '--force'], { EVENT_STORE_URL: `sqlite:${broken}` }).code).not.toBe(0);
+    expect(readdirSync(out)).toEqual(['copy.db']);
+  });
+
+  it('a --force backup is not read through the write-ahead log the copy it replaces left behind', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
+    const file = join(dir, 'baton.db');
+    const env = { EVENT_STORE_URL: `sqlite:${file}` };
+    expect(baton(['tokens', 'create', '--app', 'demo', '--create'], env).code).toBe(0);
+    const target = join(dir, 'copy.db');
+    expect(baton(['backup', target], env).code).toBe(0);
+    // Someone opened the old copy and wrote to it; its -wal outlived them (a crash, a copy of the directory).
+    const old = new Database(target);
+    old.pragma('journal_mode = WAL');
+    old.pragma('wal_autocheckpoint = 0');
+    old.exec("CREATE TABLE scribbles (x TEXT); INSERT INTO scribbles VALUES ('old copy')");
+    copyFileSync(`${target}-wal`, join(dir, 'stale-wal'));
+    old.close();
+    copyFileSync(join(dir, 'stale-wal'), `${target}-wal`);
+    expect(baton(['tokens', 'create', '--app', 'other'], env).code).toBe(0);
+    expect(baton(['backup', target, '--force'], env).code).toBe(0);
+    const copy = new Database(target, { readonly: true });
+    try {
+      expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(copy.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'scribbles'").get()).toEqual({ n: 0 });
+      expect(copy.prepare('SELECT count(*) AS n FROM events').get()).toEqual({ n: 2 });
+    } finally {
+      copy.close();
+    }
   });
 });
 
