@@ -115,6 +115,31 @@ describe('EsdbEventStore (stubbed client)', () => {
     expect(client.reads.length).toBeGreaterThan(1);
   });
 
+  it('headPosition does not read the same trailing system events again at every call (every fenced read calls it)', async () => {
+    // Retention deleting 3,000 streams leaves 3,000 system events after the last of Baton's.
+    const client = new StubClient([
+      { streamId: 'workflow-a', type: 'WorkflowDispatched', commit: 100n },
+      ...Array.from({ length: 3_000 }, (_, i) => ({ streamId: `$$workflow-${i}`, type: '$metadata', commit: 200n + BigInt(i) })),
+    ]);
+    store = storeOn(client);
+    expect(await store.headPosition()).toBe(100n);
+
+    client.reads.length = 0;
+    expect(await store.headPosition()).toBe(100n);
+    expect(client.reads).toHaveLength(1);
+
+    // New system events only: read back to those already passed over, not to the last of Baton's.
+    client.log.push(...Array.from({ length: 40 }, (_, i) => ({ streamId: `$$workflow-x${i}`, type: '$metadata', commit: 5_000n + BigInt(i) })));
+    client.reads.length = 0;
+    expect(await store.headPosition()).toBe(100n);
+    expect(client.reads.length).toBeLessThanOrEqual(2);
+
+    // One of Baton's events after them is the head at once.
+    client.log.push({ streamId: 'workflow-b', type: 'WorkflowDispatched', commit: 6_000n }, { streamId: '$$workflow-a', type: '$metadata', commit: 6_001n });
+    expect(await store.headPosition()).toBe(6_000n);
+    expect(await store.headPosition()).toBe(6_000n);
+  });
+
   it('headPosition of a log holding system events only is undefined (empty for Baton)', async () => {
     store = storeOn(
       new StubClient([

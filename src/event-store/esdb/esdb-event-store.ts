@@ -96,6 +96,8 @@ export class EsdbEventStore implements EventStore {
   private readonly retired = new Map<EventStoreDBClient, NodeJS.Timeout>();
   private readonly subscriptions = new Set<EsdbSubscription>();
   private readonly lifetime = new AbortController();
+  /** The newest event `headPosition` has looked at, and the head it found at or before it. */
+  private headScan: { newest: Position; head: bigint | undefined } | undefined;
 
   constructor(url: string, options: EsdbEventStoreOptions = {}) {
     this.connectionString = url.replace(/^kurrent(?:db)?(\+discover)?:\/\//, 'esdb$1://');
@@ -233,17 +235,32 @@ export class EsdbEventStore implements EventStore {
    * for its deadline.
    */
   async headPosition(): Promise<bigint | undefined> {
-    for (let from: Position | undefined; ; ) {
-      const batch = await this.collect('headPosition', (client) =>
-        client.readAll({ direction: BACKWARDS, fromPosition: from ?? END, maxCount: HEAD_PAGE + (from ? 1 : 0) }),
-      );
+    // What the last call passed over is not read again: a run of trailing system events (retention
+    // deleting thousands of streams) would otherwise be paged through by every fenced read.
+    const known = this.headScan;
+    let newest: Position | undefined;
+    let head: bigint | undefined;
+    scan: for (let from: Position | undefined; ; ) {
+      const requested = HEAD_PAGE + (from ? 1 : 0);
+      const batch = await this.collect('headPosition', (client) => client.readAll({ direction: BACKWARDS, fromPosition: from ?? END, maxCount: requested }));
       for (const { event } of batch) {
-        if (event && !isSystem(event) && (!from || isAfter(from, event.position))) return event.position.commit;
+        if (!event || (from && !isAfter(from, event.position))) continue;
+        newest ??= event.position;
+        if (known && !isAfter(event.position, known.newest)) {
+          head = known.head;
+          break scan;
+        }
+        if (!isSystem(event)) {
+          head = event.position.commit;
+          break scan;
+        }
       }
       const last = batch[batch.length - 1]?.event;
-      if (batch.length < HEAD_PAGE + (from ? 1 : 0) || !last) return undefined;
+      if (batch.length < requested || !last) break;
       from = last.position;
     }
+    if (newest && (!this.headScan || isAfter(newest, this.headScan.newest))) this.headScan = { newest, head };
+    return head;
   }
 
   /** One bounded read of the log's last event, whatever it is. */
