@@ -125,6 +125,23 @@ describe('dashboard: schedules', () => {
     await page.context().close();
   }, 120_000);
 
+  itInBrowser('acting on a schedule reached with Load more keeps it in view, with its new state', async () => {
+    const env = 'ui-schedules-act';
+    const create = async (name: string) =>
+      (await service.gql('mutation($input: ScheduleWorkflowInput!) { scheduleWorkflow(input: $input) { id } }', { input: { appId: 'demo', environment: env, input: '[]', name, cron: '0 3 * * *' } })).body.data.scheduleWorkflow.id;
+    for (let i = 0; i < 100; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => create(`First${i + j}`)));
+    await create('Beyond');
+    const page = await schedulesPage();
+    await page.getByRole('textbox', { name: 'Environment' }).fill(env);
+    await page.locator('tr[data-schedule="First0"]').waitFor();
+    const beyond = page.locator('tr[data-schedule="Beyond"]');
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await beyond.waitFor();
+    await beyond.getByRole('button', { name: 'Pause' }).click();
+    await beyond.getByRole('button', { name: 'Resume' }).waitFor({ timeout: 10_000 });
+    await page.context().close();
+  });
+
   itInBrowser('a link with a malformed escape (#/workflows/%E0%A4%A) opens a page, with no uncaught error', async () => {
     const page = await schedulesPage();
     const errors: string[] = [];

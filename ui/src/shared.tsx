@@ -66,14 +66,14 @@ export function useCursorList<D, N>(
   loadAfter: (after: string) => Promise<Connection<N>>,
   key: string,
   intervalMs = 2000,
-): { data: D | undefined; error: string | null; nodes: N[]; hasNextPage: boolean; loadedOlder: boolean; more: () => void; backToNewest: () => void } {
+): { data: D | undefined; error: string | null; nodes: N[]; hasNextPage: boolean; loadedOlder: boolean; more: () => void; backToNewest: () => void; refresh: () => void } {
   const [older, setOlder] = useState<Connection<N> | null>(null);
   const [moreError, setMoreError] = useState<string | null>(null);
   useEffect(() => {
     setOlder(null);
     setMoreError(null);
   }, [key]);
-  const { data, error } = usePolling(load, [key], older ? 0 : intervalMs);
+  const { data, error, reload } = usePolling(load, [key], older ? 0 : intervalMs);
   const shown = older ?? (data ? connection(data) : null);
   const more = () => {
     if (!shown?.pageInfo.endCursor) return;
@@ -86,8 +86,29 @@ export function useCursorList<D, N>(
       (e) => setMoreError(errorText(e)),
     );
   };
+  // After an action: what is shown read again, every page loaded so far (not back to the first
+  // page only, which took the row acted on out of view when it came from "Load more").
+  const refresh = () => {
+    if (!older) return reload();
+    const wanted = older.nodes.length;
+    (async () => {
+      let shownNow = connection(await load());
+      while (shownNow.nodes.length < wanted && shownNow.pageInfo.hasNextPage && shownNow.pageInfo.endCursor) {
+        const next = await loadAfter(shownNow.pageInfo.endCursor);
+        shownNow = { nodes: [...shownNow.nodes, ...next.nodes], pageInfo: next.pageInfo };
+      }
+      return shownNow;
+    })().then(
+      (next) => {
+        setOlder(next);
+        setMoreError(null);
+      },
+      (e) => setMoreError(errorText(e)),
+    );
+  };
   return {
     data,
+    refresh,
     error: error ?? moreError,
     nodes: shown?.nodes ?? [],
     hasNextPage: shown?.pageInfo.hasNextPage ?? false,

@@ -87,16 +87,15 @@ export function SchedulesPage() {
   const { scope, canControl } = useSession();
   const [state, setState] = useState<string | null>(null);
   const filter = { ...scope, ...(state ? { state } : {}) };
-  const [reloads, setReloads] = useState(0);
   // In creation order, a page at a time: every schedule can be reached, however many came before it.
   const list = useCursorList(
     () => gql(SCHEDULES, { filter }),
     (data: any) => data.schedules,
     async (after) => (await gql(SCHEDULES, { filter, after })).schedules,
-    `${JSON.stringify(filter)}#${reloads}`,
+    JSON.stringify(filter),
   );
   const { data, error } = list;
-  const action = useAction(() => setReloads((n) => n + 1));
+  const action = useAction(list.refresh);
   const [open, setOpen] = useState<string | null>(null);
   const act = (field: string, input: string, id: string) => action.run(() => gql(`mutation($input: ${input}!) { ${field}(input: $input) { id } }`, { input: { ...scope, id } }));
 
