@@ -31,13 +31,19 @@ export function assertStoreExists(url: string, create: boolean): void {
  */
 export function assertNotInUse(file: string, what: string): void {
   if (file === ':memory:' || !existsSync(file)) return;
+  if (inUse(file)) throw new CliError(`${resolve(file)} is in use by another process (a running Baton instance?); ${what}: stop every instance on it first`);
+}
+
+/** Whether another connection has the SQLite database `file` open (see `assertNotInUse`). */
+function inUse(file: string): boolean {
   const db = new Database(file, { fileMustExist: true, timeout: 0 });
   try {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE; COMMIT');
+    return false;
   } catch (error) {
     if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
-    throw new CliError(`${resolve(file)} is in use by another process (a running Baton instance?); ${what}: stop every instance on it first`);
+    return true;
   } finally {
     db.close();
   }
@@ -65,6 +71,15 @@ function isStoreFile(store: string, path: string): boolean {
   });
 }
 
+/** `inUse`, false for what is not a database at all (an ordinary file, a directory). */
+function inUseOrNotADatabase(file: string): boolean {
+  try {
+    return inUse(file);
+  } catch {
+    return false;
+  }
+}
+
 /** Removes the -wal, -shm and -journal files SQLite keeps beside `file`. */
 function removeSidecars(file: string): void {
   for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${file}${suffix}`, { force: true });
@@ -86,6 +101,11 @@ export async function backupCommand(url: string, target: string, options: { forc
   const destination = resolve(target);
   if (isStoreFile(file, destination)) throw new CliError(`${destination} is the store itself (or its -wal/-shm file); write the backup elsewhere`);
   if (existsSync(destination) && !options.force) throw new CliError(`${target} exists; pass --force to overwrite it`);
+  // Replaced under a process that has it open (another store, an instance's read models), a
+  // database would lose what that process writes next, and its -wal with it.
+  if (existsSync(destination) && inUseOrNotADatabase(destination)) {
+    throw new CliError(`${destination} is a database in use by another process; write the backup elsewhere, or stop what has it open`);
+  }
   mkdirSync(dirname(destination), { recursive: true });
   // Written next to the target and renamed over it once checked: a backup that fails leaves the
   // copy it was to replace as it was.

@@ -239,6 +239,35 @@ describe('baton backup leaves the backup alone beside it', () => {
   });
 });
 
+describe('baton backup --force onto a database in use', () => {
+  it('refuses (exit 2) and leaves it, and the -wal it is writing, as they were', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-'));
+    const file = join(dir, 'baton.db');
+    const env = { EVENT_STORE_URL: `sqlite:${file}` };
+    expect(baton(['tokens', 'create', '--app', 'demo', '--create'], env).code).toBe(0);
+    // Another store (or an instance's read models), open and writing in another process (this one).
+    const other = join(dir, 'other.db');
+    expect(baton(['tokens', 'create', '--app', 'other', '--create'], { EVENT_STORE_URL: `sqlite:${other}` }).code).toBe(0);
+    const live = new Database(other);
+    try {
+      live.pragma('wal_autocheckpoint = 0');
+      live.exec("CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('kept')");
+      const refused = baton(['backup', other, '--force'], env);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/in use/);
+      expect(live.prepare('SELECT x FROM notes').all()).toEqual([{ x: 'kept' }]);
+    } finally {
+      live.close();
+    }
+    const reopened = new Database(other, { readonly: true });
+    try {
+      expect(reopened.prepare('SELECT x FROM notes').all()).toEqual([{ x: 'kept' }]);
+    } finally {
+      reopened.close();
+    }
+  });
+});
+
 describe('baton backup beside a busy instance', () => {
   const stopped: Service[] = [];
   afterAll(async () => {
