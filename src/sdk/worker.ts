@@ -225,6 +225,8 @@ export class Worker {
   private heartbeating: Promise<void> | undefined;
   /** When the last heartbeat request went out (ms since the epoch). */
   private lastHeartbeatAt = 0;
+  /** When the heartbeat request in flight (`heartbeating`) was started (ms since the epoch). */
+  private heartbeatSentAt = 0;
   /**
    * Most items (outcomes, or attempts heartbeated) sent in one request: 500, under the service's
    * default MAX_REPORT_ITEMS (1,000), or that limit as the service states it when it refuses more.
@@ -868,8 +870,17 @@ export class Worker {
    * gathers a request per tick).
    */
   private heartbeat(): Promise<void> {
-    this.heartbeating ??= this.sendHeartbeats().finally(() => (this.heartbeating = undefined));
-    return this.heartbeating;
+    // A request in flight for a whole interval is not shared: one the network lost (sent, never
+    // answered) held every heartbeat back for the request timeout (30 s), past the service's
+    // lease, and every running task lost its lease and ran again.
+    const every = this.options.heartbeatIntervalMs ?? 5000;
+    if (this.heartbeating !== undefined && Date.now() - this.heartbeatSentAt < every) return this.heartbeating;
+    this.heartbeatSentAt = Date.now();
+    const sending: Promise<void> = this.sendHeartbeats().finally(() => {
+      if (this.heartbeating === sending) this.heartbeating = undefined;
+    });
+    this.heartbeating = sending;
+    return sending;
   }
 
   /**
