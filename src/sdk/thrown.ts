@@ -40,11 +40,35 @@ function describeUnprintable(thrown: unknown): string {
  */
 export function cutText(text: string, most: number): string {
   if (text.length <= most) return text;
-  const note = `… (cut; ${text.length} characters in all)`;
-  let end = Math.max(0, most - note.length);
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end--;
-  return text.slice(0, end) + note;
+  const full = `… (cut; ${text.length} characters in all)`;
+  // A limit shorter than the note keeps what fits of the text and the shortest note (or none).
+  const note = full.length < most ? full : most > 1 ? '…' : '';
+  return text.slice(0, graphemeEnd(text, most - note.length)) + note;
+}
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * The end, at most `end`, of the last whole grapheme of `text` before `end`: never inside a
+ * surrogate pair (a lone half is a string the service refuses) nor between a letter and its
+ * accents, the parts of an emoji joined by ZWJ or the two halves of a flag (each read as something
+ * else). Only a window before `end` is segmented: a message may be megabytes long.
+ */
+function graphemeEnd(text: string, end: number): number {
+  if (end <= 0) return 0;
+  const from = Math.max(0, end - 256);
+  let boundary = from;
+  for (const { index } of graphemes.segment(text.slice(from, end + 64))) {
+    if (from + index > end) break;
+    boundary = from + index;
+  }
+  // A cluster longer than the window: cut where the window starts, or at least between code points.
+  if (boundary === from && from > 0) return from;
+  if (boundary === 0 && end > 0) {
+    const last = text.charCodeAt(end - 1);
+    return last >= 0xd800 && last <= 0xdbff ? end - 1 : end;
+  }
+  return boundary;
 }
 
 /**
