@@ -235,7 +235,9 @@ export class Worker {
   /** Whether the heartbeat interval was found too long for the service's leases (warned once). */
   private leaseWarned = false;
   /** Requests failing in a row (an outage), logged once when it starts, once a minute while it lasts, and once when it ends. */
-  private outage: { since: number; failures: number; loggedAt: number } | undefined;
+  private outage: { since: number; failures: number; announced: boolean } | undefined;
+  /** When the last outage warning was logged: at most one a minute, over one outage or several short ones. */
+  private outageWarnedAt = Number.NEGATIVE_INFINITY;
   private registered: { workflows: string[]; tasks: Array<{ name: string; retry: RetryPolicyMs | null; timeoutMs: number | null }> } | undefined;
 
   /**
@@ -386,23 +388,29 @@ export class Worker {
    */
   private failed(what: string): void {
     const now = Date.now();
+    // A service failing every other request (flapping) starts and ends an outage per request:
+    // warnings are once a minute across outages, and only an outage warned of says it ended.
+    const due = now - this.outageWarnedAt >= 60_000;
     if (!this.outage) {
-      this.outage = { since: now, failures: 1, loggedAt: now };
+      this.outage = { since: now, failures: 1, announced: due };
+      if (!due) return;
+      this.outageWarnedAt = now;
       this.logger.warn(`[baton worker] ${what} (while requests keep failing, this is logged once a minute)`);
       return;
     }
     this.outage.failures++;
-    if (now - this.outage.loggedAt < 60_000) return;
-    this.outage.loggedAt = now;
+    if (!due) return;
+    this.outageWarnedAt = now;
+    this.outage.announced = true;
     this.logger.warn(`[baton worker] requests have been failing for ${Math.round((now - this.outage.since) / 1000)} s (${this.outage.failures} failed requests); the last: ${what}`);
   }
 
-  /** A request was answered: an outage, if there was one, is over. */
+  /** A request was answered: an outage, if there was one, is over (said when it was warned of). */
   private answered(): void {
     if (!this.outage) return;
-    const { since, failures } = this.outage;
+    const { since, failures, announced } = this.outage;
     this.outage = undefined;
-    this.logger.info(`[baton worker] the service answers again, after ${Math.round((Date.now() - since) / 1000)} s and ${failures} failed requests`);
+    if (announced) this.logger.info(`[baton worker] the service answers again, after ${Math.round((Date.now() - since) / 1000)} s and ${failures} failed requests`);
   }
 
   /** Runs claimed items (from a poll, or from a report's answer). */

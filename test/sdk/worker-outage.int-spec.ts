@@ -68,6 +68,20 @@ describe('a worker facing an outage', () => {
     expect(w.lines.error).toEqual([]);
   });
 
+  it('does not log a pair of lines per request when the service fails every other request (flapping)', async () => {
+    const fake = await standIn((n) => (n % 2 === 0 ? { status: 503, body: '<html><body>503 Service Temporarily Unavailable</body></html>' } : noWork));
+    const w = worker(fake.url);
+    stop = async () => {
+      await w.stop();
+      fake.server.close();
+      fake.server.closeAllConnections();
+    };
+    await waitFor(() => fake.requests() >= 30, { timeoutMs: 30_000, description: 'polls failing and passing in turn' });
+    // Once a minute at most: the first failure, and the recovery after it.
+    expect(w.lines.warn.length).toBeLessThanOrEqual(1);
+    expect(w.lines.info.length).toBeLessThanOrEqual(1);
+  });
+
   it("waits for a 429's Retry-After before polling again", async () => {
     const limited: Answer = {
       status: 429,
