@@ -44,3 +44,15 @@ describe('query handlers that misbehave answer an error of their own', () => {
     expect(got.broken).toEqual({ error: expect.stringContaining('JSON') });
   });
 });
+
+describe('a query handler that throws an error with a very long message (a response body in it)', () => {
+  it('answers it cut to what the service records: the whole answer would go over its JSON string limit, and the decision carrying it was refused, made again and refused again', async () => {
+    const got = await answers(() => {
+      throw new Error(`upstream said: ${'x'.repeat(300_000)}`);
+    });
+    expect(got.fine).toBe('ok');
+    const { error } = got.broken as { error: string };
+    expect(error.startsWith('upstream said: xxx')).toBe(true);
+    expect(error.length).toBeLessThanOrEqual(16_384);
+  });
+});

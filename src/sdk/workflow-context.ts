@@ -284,10 +284,12 @@ export class WorkflowReplay {
         try {
           answer = JSON.stringify(value ?? null) ?? 'null';
         } catch (error) {
-          answer = JSON.stringify({ error: `the answer cannot be written as JSON: ${toError(error).message}` });
+          answer = JSON.stringify({ error: cutText(`the answer cannot be written as JSON: ${toError(error).message}`, MAX_ERROR_MESSAGE_LENGTH) });
         }
       } catch (error) {
-        answer = JSON.stringify({ error: toError(error).message });
+        // Cut as thrown errors are: a message holding a response body put the answers over the
+        // service's JSON limits, and the decision carrying them was refused again and again.
+        answer = JSON.stringify({ error: cutText(String(toError(error).message), MAX_ERROR_MESSAGE_LENGTH) });
       }
       answers.push(`${JSON.stringify(name)}:${answer}`);
     }
