@@ -197,6 +197,8 @@ export class Worker {
    */
   private readonly waiting: Record<WorkKind, WorkItem[]> = { DECISION: [], TASK: [] };
   private readonly stopping = new AbortController();
+  /** Aborted once `run()` has ended: heartbeat requests still in flight are given up, not left open (holding the process) for their timeout. */
+  private readonly ended = new AbortController();
   private readonly stopped = new Promise<void>((resolve) => this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
   private decisionReports: DecisionReport[] = [];
   private taskReports: TaskReport[] = [];
@@ -337,6 +339,7 @@ export class Worker {
       await this.flush();
     } finally {
       clearInterval(heartbeats);
+      this.ended.abort();
     }
   }
 
@@ -922,7 +925,7 @@ export class Worker {
       try {
         const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts: attempts.slice(from, from + size) },
-        });
+        }, { signal: this.ended.signal });
         this.answered();
         for (const h of heartbeat) {
           if (!h.cancel) continue;
@@ -944,6 +947,7 @@ export class Worker {
           }
         }
       } catch (error) {
+        if (this.ended.signal.aborted) return;
         const limit = this.itemLimit(error);
         if (limit !== undefined && limit < size) {
           // Sent again at once, in requests the service takes.
