@@ -62,7 +62,7 @@ export interface WorkerOptions {
    */
   workerId?: string;
   /**
-   * How long one poll waits for work on the server.
+   * How long one poll waits for work on the server (0 to 60,000 ms, what the service takes).
    * @default 20000
    */
   pollWaitMs?: number;
@@ -124,6 +124,9 @@ export interface WorkerOptions {
 
 /** The longest delay a task's `RetryableError` may ask for, as the service takes it (365 days). */
 const MAX_RETRY_AFTER_MS = 365 * 24 * 3_600_000;
+
+/** The longest a poll may wait for work on the service (its pollWork `waitMs` takes up to 60 s). */
+const MAX_POLL_WAIT_MS = 60_000;
 
 /** The longest duration the worker protocol carries (a GraphQL Int of milliseconds). */
 const MAX_PROTOCOL_MS = 2 ** 31 - 1;
@@ -249,7 +252,7 @@ export class Worker {
    * @param options - Service, token, app, environment, definitions and tuning; see {@link WorkerOptions}.
    * @throws TypeError when `url` is not an `http://` or `https://` URL, `concurrency` or `decisionConcurrency` is not a whole number of at least 1,
    *   `heartbeatIntervalMs` is not a whole number of at least 1 (ms), `shutdownGraceMs`, `pollWaitMs` or `maxCachedWorkflows`
-   *   is not a whole number of at least 0, any of them is past 2^31 - 1,
+   *   is not a whole number of at least 0, `pollWaitMs` is past 60,000, any other of them is past 2^31 - 1,
    *   or a task's timeout or retry delay is longer than the protocol carries (2^31 - 1 ms, about 24.8 days).
    */
   constructor(private readonly options: WorkerOptions) {
@@ -265,15 +268,16 @@ export class Worker {
     }
     // NaN (a flag of `5s`), 0 or past 2^31 - 1 ms: Node's timers take each as 1 ms, a heartbeat
     // request every millisecond or a shutdown grace of none.
-    const timings: Array<[string, number | undefined, number]> = [
-      ['heartbeatIntervalMs', options.heartbeatIntervalMs, 1],
-      ['shutdownGraceMs', options.shutdownGraceMs, 0],
-      ['pollWaitMs', options.pollWaitMs, 0],
-      ['maxCachedWorkflows', options.maxCachedWorkflows, 0],
+    // A poll's wait past the service's 60 s had every poll refused (BAD_USER_INPUT), for ever.
+    const timings: Array<[string, number | undefined, number, number]> = [
+      ['heartbeatIntervalMs', options.heartbeatIntervalMs, 1, MAX_PROTOCOL_MS],
+      ['shutdownGraceMs', options.shutdownGraceMs, 0, MAX_PROTOCOL_MS],
+      ['pollWaitMs', options.pollWaitMs, 0, MAX_POLL_WAIT_MS],
+      ['maxCachedWorkflows', options.maxCachedWorkflows, 0, MAX_PROTOCOL_MS],
     ];
-    for (const [option, value, least] of timings) {
-      if (value !== undefined && !(Number.isInteger(value) && value >= least && value <= MAX_PROTOCOL_MS)) {
-        throw new TypeError(`${option} must be a whole number from ${least} to ${MAX_PROTOCOL_MS}, not ${String(value)}`);
+    for (const [option, value, least, most] of timings) {
+      if (value !== undefined && !(Number.isInteger(value) && value >= least && value <= most)) {
+        throw new TypeError(`${option} must be a whole number from ${least} to ${most}, not ${String(value)}`);
       }
     }
     // The service takes a task's timeout and retry delays as 32-bit integers of milliseconds: one

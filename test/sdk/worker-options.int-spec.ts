@@ -24,9 +24,16 @@ describe('new Worker refuses timing and cache options that cannot work', () => {
     [{ maxCachedWorkflows: -1 }, 'maxCachedWorkflows'],
     [{ pollWaitMs: Number.NaN }, 'pollWaitMs'],
     [{ pollWaitMs: -5 }, 'pollWaitMs'],
+    // The service takes a poll's waitMs up to 60 s: past it, every poll was refused (BAD_USER_INPUT), for ever.
+    [{ pollWaitMs: 60_001 }, 'pollWaitMs'],
+    [{ pollWaitMs: 2 ** 31 - 1 }, 'pollWaitMs'],
   ])('%j, naming the option', (options, name) => {
     expect(() => new Worker({ url: 'http://localhost:1', token: 't', appId: 'demo', environment: 'x', ...options })).toThrow(TypeError);
     expect(() => new Worker({ url: 'http://localhost:1', token: 't', appId: 'demo', environment: 'x', ...options })).toThrow(name);
+  });
+
+  it('takes the longest poll wait the service allows (60 s)', () => {
+    expect(() => new Worker({ url: 'http://localhost:1', token: 't', appId: 'demo', environment: 'x', pollWaitMs: 60_000 })).not.toThrow();
   });
 
   it('takes the documented defaults and edge values (no cache at all, no grace)', () => {
