@@ -157,15 +157,24 @@ describe('baton history and baton events over more than a page', () => {
       env: { ...process.env, EVENT_STORE_URL: storeUrl },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    // Read nothing until the export says it is done.
-    child.stdout.pause();
+    // Listened for from the start: the child may end before the test gets to wait for it.
+    const closed = new Promise((resolve) => child.on('close', resolve));
+    // Read nothing until the export says it is done. A 'readable' listener keeps the stream paused
+    // and marks it as read: a stream nobody listens to is drained and its data dropped by Node
+    // when the child exits (which it may, once its output fits in the pipe and the buffers).
+    let reading = false;
+    let stdout = '';
+    const read = () => {
+      if (!reading) return;
+      for (let chunk = child.stdout.read(); chunk !== null; chunk = child.stdout.read()) stdout += chunk;
+    };
+    child.stdout.on('readable', read);
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
     await waitFor(() => stderr.includes('events printed'), { timeoutMs: 30_000, description: 'the export to finish writing' });
-    let stdout = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stdout.resume();
-    const code = await new Promise((resolve) => child.on('close', resolve));
+    reading = true;
+    read();
+    const code = await closed;
     expect({ code, events: lines(stdout).length }).toEqual({ code: 0, events: limit });
   });
 
