@@ -123,7 +123,7 @@ export function selectedFieldNames(info: GraphQLResolveInfo | undefined): Set<st
 }
 
 /** The fields of selection sets, fragments expanded (whatever their type condition: an upper bound). */
-function fieldsOf(sets: readonly SelectionSetNode[], fragments: Record<string, FragmentDefinitionNode>, seen = new Set<string>()): FieldNode[] {
+export function fieldsOf(sets: readonly SelectionSetNode[], fragments: Record<string, FragmentDefinitionNode>, seen = new Set<string>()): FieldNode[] {
   const out: FieldNode[] = [];
   for (const set of sets) {
     for (const selection of set.selections) {

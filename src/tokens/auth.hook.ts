@@ -18,7 +18,7 @@ declare module 'fastify' {
      * Charges `count` more requests to the token's rate limit (a request's further root fields:
      * rootFieldRateLimitPlugin); seconds to wait when that goes past the limit, else 0.
      */
-    chargeRequests?: (count: number) => number;
+    chargeRequests?: (tokenId: string, count: number) => number;
   }
 }
 
@@ -77,6 +77,8 @@ export function installAuth(
   graphqlPath = '/graphql',
 ): void {
   const limiter = new RateLimiter(rateLimitPerMinute);
+  // One function for every request (set on the request, not made for it).
+  const chargeRequests = rateLimitPerMinute > 0 ? (tokenId: string, count: number) => limiter.take(tokenId, clock.now(), count, true) : undefined;
   const logger = new Logger('Auth');
   // Keyed by the token id the client sent, the one thing an operator can act on ("which client still
   // uses this token?"). Keying by address would merge every client behind one proxy, and with
@@ -131,7 +133,7 @@ export function installAuth(
       return graphqlError(reply, 429, 'RATE_LIMITED', `rate limit of ${rateLimitPerMinute} requests per minute exceeded; retry after ${retryAfter}s`);
     }
     request.principal = principal;
-    if (rateLimitPerMinute > 0) request.chargeRequests = (count) => limiter.take(principal.tokenId, clock.now(), count, true);
+    if (chargeRequests) request.chargeRequests = chargeRequests;
     const min = request.headers[MIN_POSITION_HEADER];
     if (typeof min === 'string' && min !== '') {
       if (!/^\d{1,19}$/.test(min)) {

@@ -1,6 +1,7 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import type { FastifyRequest } from 'fastify';
-import { type DocumentNode, type FragmentDefinitionNode, GraphQLError, Kind, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import { type DocumentNode, type FragmentDefinitionNode, GraphQLError, Kind, type OperationDefinitionNode } from 'graphql';
+import { fieldsOf } from '../graphql/answer-budget.js';
 import { RateLimitedError } from '../shared/errors.js';
 
 /**
@@ -22,10 +23,10 @@ export function rootFieldRateLimitPlugin(rateLimitPerMinute: number): ApolloServ
       return {
         async didResolveOperation({ operation, document, contextValue }) {
           const request = (contextValue as { req?: FastifyRequest }).req;
-          if (!request?.chargeRequests || !operation) return;
+          if (!request?.chargeRequests || !request.principal || !operation) return;
           const fields = rootFieldCount(operation, document);
           if (fields <= 1) return;
-          const retryAfter = request.chargeRequests(fields - 1);
+          const retryAfter = request.chargeRequests(request.principal.tokenId, fields - 1);
           if (retryAfter === 0) return;
           const refusal = new RateLimitedError(
             retryAfter,
@@ -47,26 +48,9 @@ const counts = new WeakMap<OperationDefinitionNode, number>();
 export function rootFieldCount(operation: OperationDefinitionNode, document: DocumentNode): number {
   let count = counts.get(operation);
   if (count === undefined) {
-    const fragments = new Map<string, FragmentDefinitionNode>();
-    for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-    // Validation has refused fragment cycles before an operation is resolved; `seen` guards anyway.
-    const seen = new Set<string>();
-    const walk = (set: SelectionSetNode): number => {
-      let n = 0;
-      for (const selection of set.selections) {
-        if (selection.kind === Kind.FIELD) n += 1;
-        else if (selection.kind === Kind.INLINE_FRAGMENT) n += walk(selection.selectionSet);
-        else {
-          const fragment = fragments.get(selection.name.value);
-          if (!fragment || seen.has(fragment.name.value)) continue;
-          seen.add(fragment.name.value);
-          n += walk(fragment.selectionSet);
-          seen.delete(fragment.name.value);
-        }
-      }
-      return n;
-    };
-    counts.set(operation, (count = walk(operation.selectionSet)));
+    const fragments: Record<string, FragmentDefinitionNode> = {};
+    for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+    counts.set(operation, (count = fieldsOf([operation.selectionSet], fragments).length));
   }
   return count;
 }
