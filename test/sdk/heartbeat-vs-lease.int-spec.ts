@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Worker, defineTask } from '../../src/sdk/index.js';
 import { type Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
 
@@ -35,12 +36,13 @@ async function warningsOf(environment: string, heartbeatIntervalMs: number): Pro
   const client = new Client({ url: service.url, token: service.token });
   for (let i = 0; i < 2; i++) {
     const taskId = await client.dispatchTask({ appId: APP, environment, name: 'quick' });
-    for (const deadline = Date.now() + 10_000; ; ) {
-      const { task } = await client.request<{ task: { state: string } | null }>('query($appId: String!, $environment: String!, $id: ID!) { task(appId: $appId, environment: $environment, id: $id) { state } }', { appId: APP, environment, id: taskId });
-      if (task?.state === 'COMPLETED') break;
-      if (Date.now() > deadline) throw new Error(`task ${taskId} did not complete`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(
+      async () => {
+        const { task } = await client.request<{ task: { state: string } | null }>('query($appId: String!, $environment: String!, $id: ID!) { task(appId: $appId, environment: $environment, id: $id) { state } }', { appId: APP, environment, id: taskId });
+        return task?.state === 'COMPLETED';
+      },
+      { timeoutMs: 10_000, intervalMs: 20, description: `task ${taskId} to complete` },
+    );
   }
   await worker.shutdown();
   await running;
