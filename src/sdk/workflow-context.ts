@@ -97,10 +97,17 @@ export interface WorkflowContext {
   step<Result>(name: string, fn: (attempt: StepAttempt) => Result | Promise<Result>, options?: StepOptions): Promise<Awaited<Result>>;
   /**
    * Starts a task or a child workflow without waiting for it, and returns its id (the task's or
-   * the child workflow's, as `workflow`/`task` queries know it).
+   * the child workflow's, as `workflow`/`task` queries know it). A workflow started this way lives
+   * on when this one ends, however it ends.
    */
   dispatch(target: TaskDefinition | WorkflowDefinition | string, ...args: unknown[]): string;
-  /** Runs a child workflow (optionally `tagged(...)` as the last argument) and resolves with its result. */
+  /**
+   * Runs a child workflow (optionally `tagged(...)` as the last argument) and resolves with its
+   * result. The child exists for this workflow: when this one is terminated, or completes while
+   * the child still runs (it stopped waiting, e.g. after a `Promise.race` with a timer), the child
+   * is terminated too, and its own children the same way. A failed workflow's children go on (a
+   * retry waits on them again). Use {@link WorkflowContext.dispatch} for a workflow of its own.
+   */
   workflow<Result = unknown>(workflow: WorkflowDefinition<any[], Result> | string, ...args: unknown[]): Promise<Result>;
   /** Waits durably: survives restarts of workers and of the service. */
   sleep(duration: Duration): Promise<void>;

@@ -5,7 +5,7 @@ import { EventRegistry } from '../event-store/event-registry.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
 import { ScheduleCreator } from '../schedules/commands/create-schedule.js';
-import { BatonError } from '../shared/errors.js';
+import { BatonError, NotFoundError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { EffectsQueue, HeldEffect } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
@@ -432,6 +432,27 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     this.save(true);
   }
 
+  /**
+   * Terminates `childIds`, children its parent `parentId` awaited, now that the parent ended
+   * (`ended`). One with that end already, or ended by itself, is left as it is (the decider
+   * appends nothing to an ended workflow), so an effect carried out again changes nothing.
+   */
+  private async endChildren(context: CommandContext, parentId: string, ended: 'terminated' | 'completed', childIds: string[]): Promise<void> {
+    const reason = ended === 'terminated' ? `its parent workflow ${parentId} was terminated` : `its parent workflow ${parentId} completed without waiting for it`;
+    for (let i = 0; i < childIds.length; i += END_CHILDREN_BATCH) {
+      await Promise.all(
+        childIds.slice(i, i + END_CHILDREN_BATCH).map((childId) =>
+          this.runner
+            .run(`workflow-${childId}`, workflowDecider, { type: 'TerminateWorkflow', reason }, context, { eventId: () => derivedUuid(childId, 'ended with its parent') })
+            // Not created yet: its creation (ChildWorkflowStarted's effect) finds the parent ended and ends it.
+            .catch((error) => {
+              if (!(error instanceof NotFoundError)) throw error;
+            }),
+        ),
+      );
+    }
+  }
+
   private async effect(recorded: RecordedEvent): Promise<void> {
     const { streamId, metadata } = recorded;
     const id = streamId.slice(streamId.indexOf('-') + 1);
@@ -454,6 +475,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           input: data.args,
           parent: { workflowId: id, seq: data.seq },
         });
+        // The parent may have ended (terminated, or completed) before its child existed: the
+        // child it awaited is ended with it, as the parent's own end could not reach it.
+        if (data.wait) {
+          const { state } = await this.runner.state(streamId, workflowDecider, context);
+          if (state.status === 'terminated' || state.status === 'completed') await this.endChildren(context, id, state.status, [data.childId]);
+        }
         return;
       }
       case 'TaskDispatchRequested': {
@@ -516,6 +543,17 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       case 'WorkflowCompleted':
       case 'WorkflowFailed':
       case 'WorkflowTerminated': {
+        // Children it awaits (`ctx.workflow`) still running exist for this workflow alone: ended
+        // with it when it is terminated or completes (it never runs again). A failed workflow
+        // may be retried and still want their results: they go on. Children it dispatched
+        // (`ctx.dispatch`) live their own lives.
+        if (recorded.type !== 'WorkflowFailed') {
+          const { state } = await this.runner.state(streamId, workflowDecider, context);
+          if (state.status === 'terminated' || state.status === 'completed') {
+            const running = [...state.children.values()].filter((c) => c.wait === true && c.status === 'started').map((c) => c.childId);
+            await this.endChildren(context, id, state.status, running);
+          }
+        }
         const child = this.readModel.getById(id);
         if (!child || child.parentId === null || child.parentSeq === null) return;
         const outcome =
@@ -540,6 +578,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     }
   }
 }
+
+/** How many children of an ended workflow are terminated at once (their appends share the group commit). */
+const END_CHILDREN_BATCH = 256;
 
 /** The smaller of two positions, either of which may be absent. */
 function earliest(a: bigint | undefined, b: bigint | undefined): bigint | undefined {

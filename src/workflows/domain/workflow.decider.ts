@@ -158,7 +158,8 @@ export type WorkflowState =
        */
       tasks: IMap<number, WorkflowTask>;
       timers: IMap<number, { fireAt: number; status: 'started' | 'fired' | 'canceled' }>;
-      children: IMap<number, { childId: string; status: 'started' | 'completed' | 'failed' }>;
+      /** `wait`: started by `ctx.workflow` (the code awaits it), not `ctx.dispatch`; such a child is terminated when this workflow is terminated or completes while it runs. */
+      children: IMap<number, { childId: string; status: 'started' | 'completed' | 'failed'; wait?: boolean }>;
       /** Causes of cross-stream effects already applied here (see DeliverEvent's `causeId`). */
       causes?: ISet<string>;
       /** Sequence numbers of `ControlRequested`s whose `ControlApplied` is recorded. */
@@ -551,7 +552,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         };
       }
       case 'ChildWorkflowStarted':
-        return { ...state, children: state.children.set(event.data.seq, { childId: event.data.childId, status: 'started' }) };
+        return { ...state, children: state.children.set(event.data.seq, { childId: event.data.childId, status: 'started', wait: event.data.wait === true }) };
       case 'ChildWorkflowCompleted':
       case 'ChildWorkflowFailed': {
         const child = state.children.get(event.data.seq);
