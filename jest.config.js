@@ -27,6 +27,9 @@ const common = {
 
 export default {
   testTimeout: 60_000,
+  // One temporary folder per run (TMPDIR for the tests and what they spawn), removed at its end.
+  globalSetup: '<rootDir>/test/support/temp-dir-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/temp-dir-teardown.mjs',
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'] },
     { ...common, displayName: 'int', testMatch: ['<rootDir>/src/**/*.int-spec.ts', '<rootDir>/test/**/*.int-spec.ts'] },
