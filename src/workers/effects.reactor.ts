@@ -476,10 +476,16 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           parent: { workflowId: id, seq: data.seq },
         });
         // The parent may have ended (terminated, or completed) before its child existed: the
-        // child it awaited is ended with it, as the parent's own end could not reach it.
+        // child it awaited is ended with it, as the parent's own end could not reach it. Only
+        // while the parent's current run still awaits it: one that continued as new since left
+        // it running (its new run's end is not this child's), and one already told of its end
+        // (a replay) has nothing to end.
         if (data.wait) {
           const { state } = await this.runner.state(streamId, workflowDecider, context);
-          if (state.status === 'terminated' || state.status === 'completed') await this.endChildren(context, id, state.status, [data.childId]);
+          const awaited = state.status !== 'none' && state.children.get(data.seq);
+          if ((state.status === 'terminated' || state.status === 'completed') && awaited && awaited.childId === data.childId && awaited.status === 'started') {
+            await this.endChildren(context, id, state.status, [data.childId]);
+          }
         }
         return;
       }

@@ -1,0 +1,67 @@
+/**
+ * Children ended with their parent, when the effects reactor carries out again, after a restart
+ * from an older checkpoint, the effects of a history already acted on: what it ended stays ended
+ * once, and what it left running is left running.
+ */
+import { afterAll, describe, expect, it } from '@jest/globals';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
+import { Service, startService } from '../support/service.js';
+import { killAllWorkers, startWorker } from '../support/worker.js';
+import { Engine, ofType, unique } from './engine-helpers.js';
+
+/** The effects reactor starts again from the log's start (as after a crash long before its checkpoint). */
+function forgetEffectsCheckpoint(storeUrl: string): void {
+  const db = new Database(storeUrl.slice('sqlite:'.length));
+  try {
+    db.prepare(`DELETE FROM rm_checkpoints WHERE name = 'effects'`).run();
+  } finally {
+    db.close();
+  }
+}
+
+describe('child workflows ended with their parent, across a replay of the effects', () => {
+  let service: Service | undefined;
+  afterAll(async () => {
+    await killAllWorkers();
+    await service?.stop();
+  });
+
+  it('a replay ends no child its parent left running (continue-as-new), and ends no child twice', async () => {
+    service = await startService();
+    const { storeUrl, token } = service;
+    const environment = unique('child-endings');
+    let engine = new Engine(service, environment);
+    await startWorker({ url: service.url, token, environment });
+    const childIdOf = async (parentId: string) => (await engine.waitForEventType(parentId, 'ChildWorkflowStarted')).find((e) => e.type === 'ChildWorkflowStarted')!.data.childId as string;
+
+    // The first run's child goes on when its parent continues as new, and when the next run completes.
+    const continuedId = await engine.dispatch('ChildThenContinue', [unique('continued'), 0]);
+    expect((await engine.waitForState(continuedId)).result).toBe('second run done');
+    const leftRunning = await childIdOf(continuedId);
+    await engine.waitForState(leftRunning, 'RUNNING');
+
+    // A tree terminated: each of its workflows terminated once, each parent told once.
+    const rootId = await engine.dispatch('Grandparent', [unique('tree')]);
+    const parentId = await childIdOf(rootId);
+    const childId = await childIdOf(parentId);
+    await engine.waitForState(childId, 'RUNNING');
+    await engine.terminate({ id: rootId }, 'tree cut');
+    await engine.waitForState(childId, 'TERMINATED');
+    await engine.waitForEventType(parentId, 'ChildWorkflowFailed');
+
+    await killAllWorkers();
+    await service.stop();
+    forgetEffectsCheckpoint(storeUrl);
+    service = await startService({ storeUrl });
+    engine = new Engine(service, environment, token);
+    await startWorker({ url: service.url, token, environment });
+
+    // Its ControlRequested's effect starts once every earlier one of the app is carried out again.
+    await engine.dispatch('Releaser', [leftRunning]);
+    expect((await engine.waitForState(leftRunning)).result).toEqual({ label: 'from the first run', released: 'from a releaser', childId: leftRunning });
+    expect(ofType(await engine.history(leftRunning), 'WorkflowTerminated')).toHaveLength(0);
+    for (const id of [rootId, parentId, childId]) expect(ofType(await engine.history(id), 'WorkflowTerminated')).toHaveLength(1);
+    for (const id of [rootId, parentId]) expect(ofType(await engine.history(id), 'ChildWorkflowFailed')).toHaveLength(1);
+    expect(service.output()).not.toMatch(/cannot be carried out|failed \(attempt/);
+  }, 120_000);
+});
