@@ -37,7 +37,7 @@ export class TerminateWorkflowsResolver {
   @Mutation(() => SelectorActionResult, {
     nullable: true,
     description:
-      'Terminates running and paused workflows picked by the selector; final. Their running tasks are told to stop at their next heartbeat; late results are recorded and ignored. Completed, failed and terminated workflows are left as they are. Null only together with an error (NOT_FOUND for an unknown `{ id }` selector), so that `data` still holds the field: the original service\'s client reads it there.',
+      'Terminates running and paused workflows picked by the selector; final. Their running tasks are told to stop at their next heartbeat; late results are recorded and ignored. The child workflows they await (`ctx.workflow`) and that still run are terminated with them, down the tree; those they dispatched (`ctx.dispatch`) go on. Completed, failed and terminated workflows are left as they are. Null only together with an error (NOT_FOUND for an unknown `{ id }` selector), so that `data` still holds the field: the original service\'s client reads it there.',
   })
   terminateWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to terminate (app, environment, selector) and, optionally, why.' }) input: TerminateWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new TerminateWorkflows(principal, input));
