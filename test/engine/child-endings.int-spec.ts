@@ -5,8 +5,9 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
-import { Service, startService } from '../support/service.js';
+import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
+import { waitFor } from '../support/wait-for.js';
 import { Engine, ofType, unique } from './engine-helpers.js';
 
 /** The effects reactor starts again from the log's start (as after a crash long before its checkpoint). */
@@ -63,5 +64,71 @@ describe('child workflows ended with their parent, across a replay of the effect
     for (const id of [rootId, parentId, childId]) expect(ofType(await engine.history(id), 'WorkflowTerminated')).toHaveLength(1);
     for (const id of [rootId, parentId]) expect(ofType(await engine.history(id), 'ChildWorkflowFailed')).toHaveLength(1);
     expect(service.output()).not.toMatch(/cannot be carried out|failed \(attempt/);
+  }, 120_000);
+});
+
+describe('child workflows ended with their parent, by two instances on one store', () => {
+  const services: Service[] = [];
+  afterAll(async () => {
+    await killAllWorkers();
+    await Promise.all(services.map((s) => s.stop()));
+  });
+
+  it('each child is terminated once, each parent told once, nothing logged as failed', async () => {
+    const storeUrl = freshStoreUrl();
+    const a = await startService({ storeUrl });
+    services.push(a);
+    const b = await startService({ storeUrl });
+    services.push(b);
+    const environment = unique('child-endings-2');
+    const onA = new Engine(a, environment);
+    const onB = new Engine(b, environment, a.token);
+    await startWorker({ url: a.url, token: a.token, environment });
+    await startWorker({ url: b.url, token: a.token, environment });
+    const childIdOf = async (parentId: string) => (await onA.waitForEventType(parentId, 'ChildWorkflowStarted')).find((e) => e.type === 'ChildWorkflowStarted')!.data.childId as string;
+
+    const trees = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const rootId = await (i % 2 ? onA : onB).dispatch('Grandparent', [unique('tree')]);
+        const parentId = await childIdOf(rootId);
+        const childId = await childIdOf(parentId);
+        await onA.waitForState(childId, 'RUNNING');
+        return { i, rootId, parentId, childId };
+      }),
+    );
+    const leftBehind = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? onA : onB).dispatch('ChildThenDone', [unique('left-behind')])));
+    await Promise.all(trees.map(({ i, rootId }) => (i % 2 ? onB : onA).terminate({ id: rootId }, 'tree cut')));
+
+    for (const { rootId, parentId, childId } of trees) {
+      await onB.waitForState(childId, 'TERMINATED');
+      await onA.waitForHistory(parentId, (h) => ofType(h, 'ChildWorkflowFailed').length > 0, 'the child\'s end');
+      await onA.waitForHistory(rootId, (h) => ofType(h, 'ChildWorkflowFailed').length > 0, 'the child\'s end');
+    }
+    for (const parentId of leftBehind) {
+      const childId = await childIdOf(parentId);
+      await onA.waitForState(childId, 'TERMINATED');
+      await onA.waitForHistory(parentId, (h) => ofType(h, 'ChildWorkflowFailed').length > 0, 'the child\'s end');
+    }
+    // Both reactors carried out every effect up to the head (a duplicate would be in by then).
+    const health = async (service: Service) => (await (await fetch(`${service.url}/health`)).json()).details;
+    for (const service of [a, b]) {
+      await waitFor(
+        async () => {
+          const { effects, projections } = await health(service);
+          return effects.held === 0 && BigInt(effects.checkpoint) >= BigInt(projections.checkpoint);
+        },
+        { timeoutMs: 15_000, description: 'the effects reactor at the head' },
+      );
+    }
+    for (const { rootId, parentId, childId } of trees) {
+      for (const id of [rootId, parentId, childId]) expect({ id, n: ofType(await onA.history(id), 'WorkflowTerminated').length }).toEqual({ id, n: 1 });
+      for (const id of [rootId, parentId]) expect({ id, n: ofType(await onA.history(id), 'ChildWorkflowFailed').length }).toEqual({ id, n: 1 });
+    }
+    for (const parentId of leftBehind) {
+      const childId = await childIdOf(parentId);
+      expect(ofType(await onA.history(childId), 'WorkflowTerminated')).toHaveLength(1);
+      expect(ofType(await onA.history(parentId), 'ChildWorkflowFailed')).toHaveLength(1);
+    }
+    for (const service of [a, b]) expect(service.output()).not.toMatch(/cannot be carried out|failed \(attempt/);
   }, 120_000);
 });
