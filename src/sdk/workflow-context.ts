@@ -106,7 +106,8 @@ export interface WorkflowContext {
    * result. The child exists for this workflow: when this one is terminated, or completes while
    * the child still runs (it stopped waiting, e.g. after a `Promise.race` with a timer), the child
    * is terminated too, and its own children the same way. A failed workflow's children go on (a
-   * retry waits on them again). Use {@link WorkflowContext.dispatch} for a workflow of its own.
+   * retry waits on them again), and so do those of a run that continues as new (the new run
+   * cannot await them). Use {@link WorkflowContext.dispatch} for a workflow of its own.
    */
   workflow<Result = unknown>(workflow: WorkflowDefinition<any[], Result> | string, ...args: unknown[]): Promise<Result>;
   /** Waits durably: survives restarts of workers and of the service. */
