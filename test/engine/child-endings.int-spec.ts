@@ -8,7 +8,7 @@ import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 import { waitFor } from '../support/wait-for.js';
-import { Engine, ofType, unique } from './engine-helpers.js';
+import { APP, Engine, ofType, unique } from './engine-helpers.js';
 
 /** The effects reactor starts again from the log's start (as after a crash long before its checkpoint). */
 function forgetEffectsCheckpoint(storeUrl: string): void {
@@ -131,4 +131,37 @@ describe('child workflows ended with their parent, by two instances on one store
     }
     for (const service of [a, b]) expect(service.output()).not.toMatch(/cannot be carried out|failed \(attempt/);
   }, 120_000);
+});
+
+describe('a child workflow its failed parent awaited, once the parent is retried', () => {
+  let service: Service | undefined;
+  afterAll(async () => {
+    await killAllWorkers();
+    await service?.stop();
+  });
+
+  it('goes on while the parent is failed, and is terminated, though paused, when the retried parent is', async () => {
+    service = await startService();
+    const environment = unique('child-endings-3');
+    const engine = new Engine(service, environment);
+    await startWorker({ url: service.url, token: service.token, environment });
+    const parentId = await engine.dispatch('ChildAndCharge', [unique('retried'), unique('key')]);
+    await engine.waitForState(parentId, 'FAILED');
+    const childId = (await engine.waitForEventType(parentId, 'ChildWorkflowStarted')).find((e) => e.type === 'ChildWorkflowStarted')!.data.childId as string;
+    await engine.waitForState(childId, 'RUNNING');
+    expect(await engine.pause({ id: childId })).toMatchObject({ matched: 1, changed: 1 });
+
+    const retried = await engine.client.request<{ retryWorkflows: { changed: number } }>(
+      'mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { changed } }',
+      { input: { appId: APP, environment, selector: { id: parentId } } },
+    );
+    expect(retried.retryWorkflows.changed).toBe(1);
+    // The retry charged, and waits on the child it started before it failed.
+    await engine.waitForHistory(parentId, (h) => ofType(h, 'TaskCompleted').length > 0, 'the charge');
+    expect((await engine.workflow(parentId)).state).toBe('RUNNING');
+
+    await engine.terminate({ id: parentId }, 'given up');
+    await engine.waitForState(childId, 'TERMINATED');
+    expect(ofType(await engine.history(childId), 'WorkflowTerminated').map((e) => e.data.reason)).toEqual([`its parent workflow ${parentId} was terminated`]);
+  }, 60_000);
 });
