@@ -243,7 +243,7 @@ export function WorkflowPage({ id }: { id: string }) {
                 <Button size="xs" variant="light" onClick={() => setSending(true)}>
                   Send event
                 </Button>
-                <ConfirmButton label="Terminate" question="Terminate this workflow? It cannot be resumed." onConfirm={() => mutate('terminateWorkflows', 'TerminateWorkflowsInput')} />
+                <ConfirmButton label="Terminate" question="Terminate this workflow, and the child workflows it awaits that still run? It cannot be resumed." onConfirm={() => mutate('terminateWorkflows', 'TerminateWorkflowsInput')} />
               </>
             )}
             {w.state === 'FAILED' && (
