@@ -11,7 +11,7 @@ import { EffectsQueue, HeldEffect } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { SelectorActions } from '../workflows/commands/selector-actions.js';
-import { WorkflowCommand, WorkflowEventData, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { type ExistingWorkflow, WorkflowCommand, WorkflowEventData, type WorkflowState, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
 export const EFFECTS_CHECKPOINT = 'effects';
@@ -444,9 +444,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
         childIds.slice(i, i + END_CHILDREN_BATCH).map((childId) =>
           this.runner
             .run(`workflow-${childId}`, workflowDecider, { type: 'TerminateWorkflow', reason }, context, { eventId: () => derivedUuid(childId, 'ended with its parent') })
-            // Not created yet: its creation (ChildWorkflowStarted's effect) finds the parent ended and ends it.
+            // Not created yet: its creation (ChildWorkflowStarted's effect) finds the parent ended
+            // and ends it. The stream's cached "none" is dropped: kept, it would answer NOT_FOUND to
+            // commands for the child on this instance once another instance had created it.
             .catch((error) => {
               if (!(error instanceof NotFoundError)) throw error;
+              this.runner.queues.forget(`workflow-${childId}`);
             }),
         ),
       );
@@ -549,39 +552,50 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       case 'WorkflowCompleted':
       case 'WorkflowFailed':
       case 'WorkflowTerminated': {
+        // Its parent first (it may be waiting on this result), then its own children.
+        await this.resolveParent(recorded, id, context);
         // Children it awaits (`ctx.workflow`) still running exist for this workflow alone: ended
         // with it when it is terminated or completes (it never runs again). A failed workflow
         // may be retried and still want their results: they go on. Children it dispatched
         // (`ctx.dispatch`) live their own lives.
         if (recorded.type !== 'WorkflowFailed') {
-          const { state } = await this.runner.state(streamId, workflowDecider, context);
-          if (state.status === 'terminated' || state.status === 'completed') {
+          // The state this instance holds, when it has the end already: children join a run only
+          // before it ends, so it lists them all (a child marked running that ended meanwhile is
+          // left as it is by the decider). Else one read of what the stream recorded since.
+          const cached = this.runner.queues.peek(streamId)?.state as WorkflowState | undefined;
+          const ended = (s: WorkflowState | undefined): s is ExistingWorkflow => s?.status === 'terminated' || s?.status === 'completed';
+          const state = ended(cached) ? cached : (await this.runner.state(streamId, workflowDecider, context)).state;
+          if (ended(state)) {
             const running = [...state.children.values()].filter((c) => c.wait === true && c.status === 'started').map((c) => c.childId);
-            await this.endChildren(context, id, state.status, running);
+            await this.endChildren(context, id, state.status as 'terminated' | 'completed', running);
           }
         }
-        const child = this.readModel.getById(id);
-        if (!child || child.parentId === null || child.parentSeq === null) return;
-        const outcome =
-          recorded.type === 'WorkflowCompleted'
-            ? { ok: true as const, result: (recorded.data as WorkflowEventData['WorkflowCompleted']).result }
-            : {
-                ok: false as const,
-                error:
-                  recorded.type === 'WorkflowFailed'
-                    ? (recorded.data as WorkflowEventData['WorkflowFailed']).error
-                    : { message: `child workflow ${id} was terminated`, name: 'ChildWorkflowTerminated', nonRetryable: true },
-              };
-        await this.runner.run(
-          `workflow-${child.parentId}`,
-          workflowDecider,
-          { type: 'ResolveChild', seq: child.parentSeq, childId: id, outcome },
-          { ...context, appId: child.appId, environment: child.environment },
-          { eventId: () => derivedUuid(child.parentId!, String(child.parentSeq), 'resolved') },
-        );
         return;
       }
     }
+  }
+
+  /** Tells the parent of workflow `id`, if it has one, how it ended (`ResolveChild`). */
+  private async resolveParent(recorded: RecordedEvent, id: string, context: CommandContext): Promise<void> {
+    const child = this.readModel.getById(id);
+    if (!child || child.parentId === null || child.parentSeq === null) return;
+    const outcome =
+      recorded.type === 'WorkflowCompleted'
+        ? { ok: true as const, result: (recorded.data as WorkflowEventData['WorkflowCompleted']).result }
+        : {
+            ok: false as const,
+            error:
+              recorded.type === 'WorkflowFailed'
+                ? (recorded.data as WorkflowEventData['WorkflowFailed']).error
+                : { message: `child workflow ${id} was terminated`, name: 'ChildWorkflowTerminated', nonRetryable: true },
+          };
+    await this.runner.run(
+      `workflow-${child.parentId}`,
+      workflowDecider,
+      { type: 'ResolveChild', seq: child.parentSeq, childId: id, outcome },
+      { ...context, appId: child.appId, environment: child.environment },
+      { eventId: () => derivedUuid(child.parentId!, String(child.parentSeq), 'resolved') },
+    );
   }
 }
 
