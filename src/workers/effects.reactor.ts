@@ -485,10 +485,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
         // (a replay) has nothing to end.
         if (data.wait) {
           const { state } = await this.runner.state(streamId, workflowDecider, context);
-          const awaited = state.status !== 'none' && state.children.get(data.seq);
-          if ((state.status === 'terminated' || state.status === 'completed') && awaited && awaited.childId === data.childId && awaited.status === 'started') {
-            await this.endChildren(context, id, state.status, [data.childId]);
-          }
+          const ended = endedForGood(state);
+          const awaited = ended && (state as ExistingWorkflow).children.get(data.seq);
+          if (ended && awaited && awaited.childId === data.childId && awaited.status === 'started') await this.endChildren(context, id, ended, [data.childId]);
         }
         return;
       }
@@ -563,11 +562,11 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           // before it ends, so it lists them all (a child marked running that ended meanwhile is
           // left as it is by the decider). Else one read of what the stream recorded since.
           const cached = this.runner.queues.peek(streamId)?.state as WorkflowState | undefined;
-          const ended = (s: WorkflowState | undefined): s is ExistingWorkflow => s?.status === 'terminated' || s?.status === 'completed';
-          const state = ended(cached) ? cached : (await this.runner.state(streamId, workflowDecider, context)).state;
-          if (ended(state)) {
-            const running = [...state.children.values()].filter((c) => c.wait === true && c.status === 'started').map((c) => c.childId);
-            await this.endChildren(context, id, state.status as 'terminated' | 'completed', running);
+          const state = endedForGood(cached) ? cached! : (await this.runner.state(streamId, workflowDecider, context)).state;
+          const ended = endedForGood(state);
+          if (ended) {
+            const running = [...(state as ExistingWorkflow).children.values()].filter((c) => c.wait === true && c.status === 'started').map((c) => c.childId);
+            await this.endChildren(context, id, ended, running);
           }
         }
         return;
@@ -597,6 +596,11 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       { eventId: () => derivedUuid(child.parentId!, String(child.parentSeq), 'resolved') },
     );
   }
+}
+
+/** How a workflow ended that never runs again (terminated or completed: its awaited children end with it); undefined otherwise. */
+function endedForGood(state: WorkflowState | undefined): 'terminated' | 'completed' | undefined {
+  return state?.status === 'terminated' || state?.status === 'completed' ? state.status : undefined;
 }
 
 /** How many children of an ended workflow are terminated at once (their appends share the group commit). */

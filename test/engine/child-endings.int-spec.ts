@@ -33,18 +33,17 @@ describe('child workflows ended with their parent, across a replay of the effect
     const environment = unique('child-endings');
     let engine = new Engine(service, environment);
     await startWorker({ url: service.url, token, environment });
-    const childIdOf = async (parentId: string) => (await engine.waitForEventType(parentId, 'ChildWorkflowStarted')).find((e) => e.type === 'ChildWorkflowStarted')!.data.childId as string;
 
     // The first run's child goes on when its parent continues as new, and when the next run completes.
     const continuedId = await engine.dispatch('ChildThenContinue', [unique('continued'), 0]);
     expect((await engine.waitForState(continuedId)).result).toBe('second run done');
-    const leftRunning = await childIdOf(continuedId);
+    const leftRunning = await engine.childOf(continuedId);
     await engine.waitForState(leftRunning, 'RUNNING');
 
     // A tree terminated: each of its workflows terminated once, each parent told once.
     const rootId = await engine.dispatch('Grandparent', [unique('tree')]);
-    const parentId = await childIdOf(rootId);
-    const childId = await childIdOf(parentId);
+    const parentId = await engine.childOf(rootId);
+    const childId = await engine.childOf(parentId);
     await engine.waitForState(childId, 'RUNNING');
     await engine.terminate({ id: rootId }, 'tree cut');
     await engine.waitForState(childId, 'TERMINATED');
@@ -85,13 +84,12 @@ describe('child workflows ended with their parent, by two instances on one store
     const onB = new Engine(b, environment, a.token);
     await startWorker({ url: a.url, token: a.token, environment });
     await startWorker({ url: b.url, token: a.token, environment });
-    const childIdOf = async (parentId: string) => (await onA.waitForEventType(parentId, 'ChildWorkflowStarted')).find((e) => e.type === 'ChildWorkflowStarted')!.data.childId as string;
 
     const trees = await Promise.all(
       Array.from({ length: 10 }, async (_, i) => {
         const rootId = await (i % 2 ? onA : onB).dispatch('Grandparent', [unique('tree')]);
-        const parentId = await childIdOf(rootId);
-        const childId = await childIdOf(parentId);
+        const parentId = await onA.childOf(rootId);
+        const childId = await onA.childOf(parentId);
         await onA.waitForState(childId, 'RUNNING');
         return { i, rootId, parentId, childId };
       }),
@@ -105,7 +103,7 @@ describe('child workflows ended with their parent, by two instances on one store
       await onA.waitForHistory(rootId, (h) => ofType(h, 'ChildWorkflowFailed').length > 0, 'the child\'s end');
     }
     for (const parentId of leftBehind) {
-      const childId = await childIdOf(parentId);
+      const childId = await onA.childOf(parentId);
       await onA.waitForState(childId, 'TERMINATED');
       await onA.waitForHistory(parentId, (h) => ofType(h, 'ChildWorkflowFailed').length > 0, 'the child\'s end');
     }
@@ -125,7 +123,7 @@ describe('child workflows ended with their parent, by two instances on one store
       for (const id of [rootId, parentId]) expect({ id, n: ofType(await onA.history(id), 'ChildWorkflowFailed').length }).toEqual({ id, n: 1 });
     }
     for (const parentId of leftBehind) {
-      const childId = await childIdOf(parentId);
+      const childId = await onA.childOf(parentId);
       expect(ofType(await onA.history(childId), 'WorkflowTerminated')).toHaveLength(1);
       expect(ofType(await onA.history(parentId), 'ChildWorkflowFailed')).toHaveLength(1);
     }
@@ -147,7 +145,7 @@ describe('a child workflow its failed parent awaited, once the parent is retried
     await startWorker({ url: service.url, token: service.token, environment });
     const parentId = await engine.dispatch('ChildAndCharge', [unique('retried'), unique('key')]);
     await engine.waitForState(parentId, 'FAILED');
-    const childId = (await engine.waitForEventType(parentId, 'ChildWorkflowStarted')).find((e) => e.type === 'ChildWorkflowStarted')!.data.childId as string;
+    const childId = await engine.childOf(parentId);
     await engine.waitForState(childId, 'RUNNING');
     expect(await engine.pause({ id: childId })).toMatchObject({ matched: 1, changed: 1 });
 

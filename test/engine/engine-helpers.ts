@@ -122,6 +122,12 @@ export class Engine {
     return this.waitForHistory(id, (events) => events.some((e) => e.type === type && where(e.data)), type, timeoutMs);
   }
 
+  /** The id of the first child workflow `parentId` started, once its `ChildWorkflowStarted` is recorded. */
+  async childOf(parentId: string): Promise<string> {
+    const events = await this.waitForEventType(parentId, 'ChildWorkflowStarted');
+    return ofType(events, 'ChildWorkflowStarted')[0].data.childId as string;
+  }
+
   /**
    * Proof that the workers of this environment were polling and free to take any claimable
    * decision: a Noop workflow dispatched now ran to completion.

@@ -262,14 +262,13 @@ describe('workflow execution (service + worker processes)', () => {
   });
 
   describe('child workflows end with a parent that ends without them', () => {
-    const childIdOf = async (parentId: string) => (await engine.waitForEventType(parentId, 'ChildWorkflowStarted')).find((e) => e.type === 'ChildWorkflowStarted')!.data.childId as string;
     const terminatedReason = async (id: string) => ofType(await engine.history(id), 'WorkflowTerminated').map((e) => e.data.reason);
 
     it('terminating a workflow terminates the children it awaits (ctx.workflow), down the tree', async () => {
       const tag = unique('tree');
       const rootId = await engine.dispatch('Grandparent', [tag]);
-      const parentId = await childIdOf(rootId);
-      const childId = await childIdOf(parentId);
+      const parentId = await engine.childOf(rootId);
+      const childId = await engine.childOf(parentId);
       await engine.waitForState(childId, 'RUNNING');
 
       expect(await engine.terminate({ id: rootId }, 'tree cut')).toMatchObject({ matched: 1, changed: 1 });
@@ -283,7 +282,7 @@ describe('workflow execution (service + worker processes)', () => {
     it('a workflow that completes without waiting for its child any longer terminates it', async () => {
       const tag = unique('raced');
       const parentId = await engine.dispatch('ChildOrTimeout', [tag, 300]);
-      const childId = await childIdOf(parentId);
+      const childId = await engine.childOf(parentId);
       expect((await engine.waitForState(parentId)).result).toBe('timed out');
       await engine.waitForState(childId, 'TERMINATED');
       expect(await terminatedReason(childId)).toEqual([`its parent workflow ${parentId} completed without waiting for it`]);
@@ -293,7 +292,7 @@ describe('workflow execution (service + worker processes)', () => {
       const tag = unique('left-behind');
       const parentId = await engine.dispatch('ChildThenDone', [tag]);
       expect((await engine.waitForState(parentId)).result).toBe('done');
-      const childId = await childIdOf(parentId);
+      const childId = await engine.childOf(parentId);
       await engine.waitForState(childId, 'TERMINATED');
       expect(await terminatedReason(childId)).toEqual([`its parent workflow ${parentId} completed without waiting for it`]);
     });
@@ -301,7 +300,7 @@ describe('workflow execution (service + worker processes)', () => {
     it('the child of a failed workflow goes on (a retry may want its result)', async () => {
       const tag = unique('kept');
       const parentId = await engine.dispatch('ChildOrGiveUp', [tag, 300]);
-      const childId = await childIdOf(parentId);
+      const childId = await engine.childOf(parentId);
       expect((await engine.waitForState(parentId, 'FAILED')).error).toBe('gave up on the child');
       // Released by a workflow's ControlRequested, whose effect starts once every effect its app
       // recorded before has been carried out (the parent's end among them).
@@ -312,7 +311,7 @@ describe('workflow execution (service + worker processes)', () => {
     it('a child the workflow dispatched (ctx.dispatch) goes on when it is terminated', async () => {
       const tag = unique('detached');
       const parentId = await engine.dispatch('DispatchThenWait', [tag]);
-      const childId = await childIdOf(parentId);
+      const childId = await engine.childOf(parentId);
       await engine.waitForState(childId, 'RUNNING');
       await engine.terminate({ id: parentId });
       await engine.dispatch('Releaser', [childId]);
