@@ -178,14 +178,14 @@ describe('retention past an idempotency key window (IDEMPOTENCY_WINDOW_MS=1000)'
   });
 });
 
-describe('retention deleting an earlier generation of a key reused after its window (IDEMPOTENCY_WINDOW_MS=8000, age 12 s)', () => {
+describe('retention deleting an earlier generation of a key reused after its window (IDEMPOTENCY_WINDOW_MS=6000, age 9 s)', () => {
   let service: Service;
   let worker: FixtureWorker;
   const environment = unique('generations');
   beforeAll(async () => {
-    // The age (12 s) between one window and two: the first generation outlives its window, a
+    // The age (9 s) between one window and two: the first generation outlives its window, a
     // reuse starts the second beside it, and retention deletes the first within the second's window.
-    service = await startService({ env: { RETENTION_DAYS: String(12 / 86_400), RETENTION_SWEEP_MS: '100', IDEMPOTENCY_WINDOW_MS: '8000' } });
+    service = await startService({ env: { RETENTION_DAYS: String(9 / 86_400), RETENTION_SWEEP_MS: '100', IDEMPOTENCY_WINDOW_MS: '6000' } });
     worker = await startWorker({ url: service.url, token: service.token, environment });
   });
   afterAll(async () => {
@@ -205,7 +205,7 @@ describe('retention deleting an earlier generation of a key reused after its win
     const first = await dispatch();
     const firstAt = Date.now();
     await engine.waitForState(first);
-    await waitFor(() => Date.now() - firstAt > 8_200, { timeoutMs: 12_000, intervalMs: 50, description: 'the first window to pass' });
+    await waitFor(() => Date.now() - firstAt > 6_200, { timeoutMs: 10_000, intervalMs: 50, description: 'the first window to pass' });
     const second = await dispatch();
     const secondAt = Date.now();
     expect(second).not.toBe(first);
@@ -216,7 +216,7 @@ describe('retention deleting an earlier generation of a key reused after its win
     });
     const retried = await dispatch();
     // Within the second generation's window (the margin is seconds; a machine too slow for it says so).
-    expect({ withinWindow: Date.now() - secondAt < 8_000 }).toEqual({ withinWindow: true });
+    expect({ withinWindow: Date.now() - secondAt < 6_000 }).toEqual({ withinWindow: true });
     expect(retried).toBe(second);
     expect(await engine.client.workflow('demo', environment, first)).toBeNull();
     const listed = await gql(service, 'query($environment: String!) { workflows(filter: { appId: "demo", environment: $environment }) { totalCount } }', { environment });

@@ -8,7 +8,7 @@ import { freshStoreUrl, Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { Schedules, percentile, readStore, unique } from './schedule-helpers.js';
 
-const OCCURRENCES = 20;
+const OCCURRENCES = 10;
 
 describe('two service processes on one store', () => {
   const services: Service[] = [];
