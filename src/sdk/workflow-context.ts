@@ -103,11 +103,11 @@ export interface WorkflowContext {
   dispatch(target: TaskDefinition | WorkflowDefinition | string, ...args: unknown[]): string;
   /**
    * Runs a child workflow (optionally `tagged(...)` as the last argument) and resolves with its
-   * result. The child exists for this workflow: when this one is terminated, or completes while
-   * the child still runs (it stopped waiting, e.g. after a `Promise.race` with a timer), the child
-   * is terminated too, and its own children the same way. A failed workflow's children go on (a
-   * retry waits on them again), and so do those of a run that continues as new (the new run
-   * cannot await them). Use {@link WorkflowContext.dispatch} for a workflow of its own.
+   * result. The child exists for this workflow: when this one is terminated, or completes or
+   * continues as new while the child still runs (it stopped waiting, e.g. after a `Promise.race`
+   * with a timer; a new run cannot await the old run's children), the child is terminated too,
+   * and its own children the same way. A failed workflow's children go on (a retry waits on them
+   * again). Use {@link WorkflowContext.dispatch} for a workflow of its own.
    */
   workflow<Result = unknown>(workflow: WorkflowDefinition<any[], Result> | string, ...args: unknown[]): Promise<Result>;
   /** Waits durably: survives restarts of workers and of the service. */
@@ -160,7 +160,8 @@ export interface WorkflowContext {
    * Ends this run and starts a fresh one under the same workflow id, with these arguments and an
    * empty history (as Temporal's continue-as-new): how a workflow that loops for ever, or runs
    * many thousands of steps, keeps its history (and the cost of replaying it) bounded. Nothing
-   * after it runs; tasks still running in this run are abandoned. Events this run received and
+   * after it runs; tasks still running in this run are abandoned, and child workflows it still
+   * awaits (`ctx.workflow`) are terminated. Events this run received and
    * its code did not take go to the new run, in order (the most recent that fit
    * `MAX_CARRIED_EVENTS` and `MAX_CARRIED_EVENT_BYTES`; the others are logged and left); code
    * still running after this call takes no more events; if events arrive while this decision

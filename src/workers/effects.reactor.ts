@@ -11,11 +11,15 @@ import { EffectsQueue, HeldEffect } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { SelectorActions } from '../workflows/commands/selector-actions.js';
-import { type ExistingWorkflow, WorkflowCommand, WorkflowEventData, type WorkflowState, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { type ExistingWorkflow, WorkflowCommand, WorkflowEventData, type WorkflowState, awaitedRunning, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
 export const EFFECTS_CHECKPOINT = 'effects';
 const REACTS_TO = new Set(['ChildWorkflowStarted', 'TaskDispatchRequested', 'ControlRequested', 'ScheduleRequested', 'WorkflowCompleted', 'WorkflowFailed', 'WorkflowTerminated']);
+/** The events with an effect: those of REACTS_TO, and a continue-as-new that leaves awaited children behind. */
+const reactsTo = (event: { type: string; data: unknown }): boolean =>
+  REACTS_TO.has(event.type) ||
+  (event.type === 'WorkflowContinuedAsNew' && ((event.data as WorkflowEventData['WorkflowContinuedAsNew']).awaitedChildren?.length ?? 0) > 0);
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 10_000;
 const SAVE_EVERY_MS = 200;
@@ -196,7 +200,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   private async handle(recorded: RecordedEvent): Promise<void> {
     if (this.stopped || recorded.position <= this.read) return;
     const event = this.registry.upcast(recorded);
-    if (REACTS_TO.has(event.type)) {
+    if (reactsTo(event)) {
       const app = String(event.metadata.appId ?? '');
       if (!this.overflow.has(app) && this.atBound(app)) {
         // Past its bound: this event and the app's later ones stay in the log until it has room.
@@ -259,7 +263,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           this.refilled++;
           // As `handle` decides: by the upcast event's type (an upcaster may rename a type).
           const event = this.registry.upcast(recorded);
-          if (!REACTS_TO.has(event.type) || String(event.metadata.appId ?? '') !== app) continue;
+          if (!reactsTo(event) || String(event.metadata.appId ?? '') !== app) continue;
           if (this.atBound(app) || !this.refillRoom()) {
             // Room again later (`refillIfRoom`), from this event on.
             if (!this.atBound(app)) this.wasFull = true;
@@ -433,12 +437,17 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /**
-   * Terminates `childIds`, children its parent `parentId` awaited, now that the parent ended
-   * (`ended`). One with that end already, or ended by itself, is left as it is (the decider
-   * appends nothing to an ended workflow), so an effect carried out again changes nothing.
+   * Terminates `childIds`, children its parent `parentId` awaited, now that the parent's run that
+   * awaited them ended (`ended`). One with that end already, or ended by itself, is left as it is
+   * (the decider appends nothing to an ended workflow), so an effect carried out again changes nothing.
    */
-  private async endChildren(context: CommandContext, parentId: string, ended: 'terminated' | 'completed', childIds: string[]): Promise<void> {
-    const reason = ended === 'terminated' ? `its parent workflow ${parentId} was terminated` : `its parent workflow ${parentId} completed without waiting for it`;
+  private async endChildren(context: CommandContext, parentId: string, ended: RunEnd, childIds: string[]): Promise<void> {
+    const reason =
+      ended === 'terminated'
+        ? `its parent workflow ${parentId} was terminated`
+        : ended === 'completed'
+          ? `its parent workflow ${parentId} completed without waiting for it`
+          : `its parent workflow ${parentId} continued as new without waiting for it`;
     for (let i = 0; i < childIds.length; i += END_CHILDREN_BATCH) {
       await Promise.all(
         childIds.slice(i, i + END_CHILDREN_BATCH).map((childId) =>
@@ -478,15 +487,19 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           input: data.args,
           parent: { workflowId: id, seq: data.seq },
         });
-        // The parent may have ended (terminated, or completed) before its child existed: the
-        // child it awaited is ended with it, as the parent's own end could not reach it. Only
-        // while the parent's current run still awaits it: one that continued as new since left
-        // it running (its new run's end is not this child's), and one already told of its end
-        // (a replay) has nothing to end.
+        // The run that awaits it may have ended (terminated, completed, or continued as new)
+        // before its child existed: the child is ended with it, as that run's own end could not
+        // reach it. A child of the current run only while that run still awaits it: one already
+        // told of its end (a replay) has nothing to end.
         if (data.wait) {
           const { state } = await this.runner.state(streamId, workflowDecider, context);
+          if (state.status === 'none') return;
+          if (data.seq < state.seqBase) {
+            await this.endChildren(context, id, 'continued', [data.childId]);
+            return;
+          }
           const ended = endedForGood(state);
-          const awaited = ended && (state as ExistingWorkflow).children.get(data.seq);
+          const awaited = ended && state.children.get(data.seq);
           if (ended && awaited && awaited.childId === data.childId && awaited.status === 'started') await this.endChildren(context, id, ended, [data.childId]);
         }
         return;
@@ -564,11 +577,14 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           const cached = this.runner.queues.peek(streamId)?.state as WorkflowState | undefined;
           const state = endedForGood(cached) ? cached! : (await this.runner.state(streamId, workflowDecider, context)).state;
           const ended = endedForGood(state);
-          if (ended) {
-            const running = [...(state as ExistingWorkflow).children.values()].filter((c) => c.wait === true && c.status === 'started').map((c) => c.childId);
-            await this.endChildren(context, id, ended, running);
-          }
+          if (ended) await this.endChildren(context, id, ended, awaitedRunning(state as ExistingWorkflow));
         }
+        return;
+      }
+      case 'WorkflowContinuedAsNew': {
+        // The children the old run awaited that still ran: the new run cannot await them.
+        const children = (recorded.data as WorkflowEventData['WorkflowContinuedAsNew']).awaitedChildren ?? [];
+        if (children.length > 0) await this.endChildren(context, id, 'continued', children);
         return;
       }
     }
@@ -597,6 +613,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     );
   }
 }
+
+/** How a run ended whose awaited children end with it. */
+type RunEnd = 'terminated' | 'completed' | 'continued';
 
 /** How a workflow ended that never runs again (terminated or completed: its awaited children end with it); undefined otherwise. */
 function endedForGood(state: WorkflowState | undefined): 'terminated' | 'completed' | undefined {

@@ -7,7 +7,6 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
-import { waitFor } from '../support/wait-for.js';
 import { APP, Engine, ofType, unique } from './engine-helpers.js';
 
 /** The effects reactor starts again from the log's start (as after a crash long before its checkpoint). */
@@ -27,18 +26,23 @@ describe('child workflows ended with their parent, across a replay of the effect
     await service?.stop();
   });
 
-  it('a replay ends no child its parent left running (continue-as-new), and ends no child twice', async () => {
+  it('a replay ends no child its parent left running (ctx.dispatch), and ends no child twice', async () => {
     service = await startService();
     const { storeUrl, token } = service;
     const environment = unique('child-endings');
     let engine = new Engine(service, environment);
     await startWorker({ url: service.url, token, environment });
 
-    // The first run's child goes on when its parent continues as new, and when the next run completes.
-    const continuedId = await engine.dispatch('ChildThenContinue', [unique('continued'), 0]);
-    expect((await engine.waitForState(continuedId)).result).toBe('second run done');
-    const leftRunning = await engine.childOf(continuedId);
+    // A child its parent dispatched goes on when the parent is terminated.
+    const dispatcherId = await engine.dispatch('DispatchThenWait', [unique('detached')]);
+    const leftRunning = await engine.childOf(dispatcherId);
     await engine.waitForState(leftRunning, 'RUNNING');
+    await engine.terminate({ id: dispatcherId });
+    // The first run's awaited child ends when its parent continues as new.
+    const continuedId = await engine.dispatch('ChildOrContinue', [unique('continued'), 300, 0]);
+    expect((await engine.waitForState(continuedId)).result).toBe('second run done');
+    const continuedChild = await engine.childOf(continuedId);
+    await engine.waitForState(continuedChild, 'TERMINATED');
 
     // A tree terminated: each of its workflows terminated once, each parent told once.
     const rootId = await engine.dispatch('Grandparent', [unique('tree')]);
@@ -58,9 +62,10 @@ describe('child workflows ended with their parent, across a replay of the effect
 
     // Its ControlRequested's effect starts once every earlier one of the app is carried out again.
     await engine.dispatch('Releaser', [leftRunning]);
-    expect((await engine.waitForState(leftRunning)).result).toEqual({ label: 'from the first run', released: 'from a releaser', childId: leftRunning });
+    expect((await engine.waitForState(leftRunning)).result).toEqual({ label: 'detached', released: 'from a releaser', childId: leftRunning });
     expect(ofType(await engine.history(leftRunning), 'WorkflowTerminated')).toHaveLength(0);
-    for (const id of [rootId, parentId, childId]) expect(ofType(await engine.history(id), 'WorkflowTerminated')).toHaveLength(1);
+    for (const id of [rootId, parentId, childId, continuedChild]) expect(ofType(await engine.history(id), 'WorkflowTerminated')).toHaveLength(1);
+    expect(ofType(await engine.history(continuedId), 'ChildWorkflowFailed')).toHaveLength(0);
     for (const id of [rootId, parentId]) expect(ofType(await engine.history(id), 'ChildWorkflowFailed')).toHaveLength(1);
     expect(service.output()).not.toMatch(/cannot be carried out|failed \(attempt/);
   }, 120_000);
@@ -108,16 +113,7 @@ describe('child workflows ended with their parent, by two instances on one store
       await onA.waitForHistory(parentId, (h) => ofType(h, 'ChildWorkflowFailed').length > 0, 'the child\'s end');
     }
     // Both reactors carried out every effect up to the head (a duplicate would be in by then).
-    const health = async (service: Service) => (await (await fetch(`${service.url}/health`)).json()).details;
-    for (const service of [a, b]) {
-      await waitFor(
-        async () => {
-          const { effects, projections } = await health(service);
-          return effects.held === 0 && BigInt(effects.checkpoint) >= BigInt(projections.checkpoint);
-        },
-        { timeoutMs: 15_000, description: 'the effects reactor at the head' },
-      );
-    }
+    for (const engine of [onA, onB]) await engine.effectsCaughtUp();
     for (const { rootId, parentId, childId } of trees) {
       for (const id of [rootId, parentId, childId]) expect({ id, n: ofType(await onA.history(id), 'WorkflowTerminated').length }).toEqual({ id, n: 1 });
       for (const id of [rootId, parentId]) expect({ id, n: ofType(await onA.history(id), 'ChildWorkflowFailed').length }).toEqual({ id, n: 1 });

@@ -129,6 +129,20 @@ export class Engine {
   }
 
   /**
+   * Until this instance's effects reactor has carried out every effect up to what its read models
+   * have read (`/health`): an effect of anything recorded before the call is done by then.
+   */
+  async effectsCaughtUp(): Promise<void> {
+    await waitFor(
+      async () => {
+        const { effects, projections } = (await (await fetch(`${this.service.url}/health`)).json()).details;
+        return effects.held === 0 && BigInt(effects.checkpoint) >= BigInt(projections.checkpoint);
+      },
+      { timeoutMs: 15_000, description: 'the effects reactor at the head' },
+    );
+  }
+
+  /**
    * Proof that the workers of this environment were polling and free to take any claimable
    * decision: a Noop workflow dispatched now ran to completion.
    */

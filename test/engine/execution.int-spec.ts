@@ -297,6 +297,29 @@ describe('workflow execution (service + worker processes)', () => {
       expect(await terminatedReason(childId)).toEqual([`its parent workflow ${parentId} completed without waiting for it`]);
     });
 
+    it('a workflow that continues as new terminates the children its old run awaited (the new run cannot await them)', async () => {
+      const tag = unique('continued');
+      const parentId = await engine.dispatch('ChildOrContinue', [tag, 300, 0]);
+      const childId = await engine.childOf(parentId);
+      await engine.waitForState(childId, 'RUNNING');
+      expect((await engine.waitForState(parentId)).result).toBe('second run done');
+      await engine.waitForState(childId, 'TERMINATED');
+      expect(await terminatedReason(childId)).toEqual([`its parent workflow ${parentId} continued as new without waiting for it`]);
+      // The continue-as-new names them (for the effect, and for an auditor); the child's end reaches no run.
+      expect(ofType(await engine.history(parentId), 'WorkflowContinuedAsNew').map((e) => e.data.awaitedChildren)).toEqual([[childId]]);
+      await engine.effectsCaughtUp();
+      expect(ofType(await engine.history(parentId), 'ChildWorkflowFailed')).toEqual([]);
+    });
+
+    it('a child started by the decision that continues its parent as new is terminated once it exists', async () => {
+      const tag = unique('continued-at-once');
+      const parentId = await engine.dispatch('ChildThenContinue', [tag, 0]);
+      expect((await engine.waitForState(parentId)).result).toBe('second run done');
+      const childId = await engine.childOf(parentId);
+      await engine.waitForState(childId, 'TERMINATED');
+      expect(await terminatedReason(childId)).toEqual([`its parent workflow ${parentId} continued as new without waiting for it`]);
+    });
+
     it('the child of a failed workflow goes on (a retry may want its result)', async () => {
       const tag = unique('kept');
       const parentId = await engine.dispatch('ChildOrGiveUp', [tag, 300]);

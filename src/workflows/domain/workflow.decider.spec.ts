@@ -740,6 +740,25 @@ describe('workflow decider', () => {
       .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew', data: { run: 2, seqBase: n, input: ['next'] } }]);
   });
 
+  it('names, when it continues as new, the children the old run awaited that still run, and only those', () => {
+    const child = (seq: number, childId: string, wait: boolean): WorkflowEvent => ({ type: 'ChildWorkflowStarted', data: { seq, childId, name: 'Child', args: [], tag: null, wait } });
+    const started = [child(0, 'awaited-running', true), child(1, 'awaited-done', true), child(2, 'dispatched', false), child(3, 'awaited-failed', true)];
+    const resolved: WorkflowEvent[] = [
+      { type: 'ChildWorkflowCompleted', data: { seq: 1, childId: 'awaited-done', result: 1 } },
+      { type: 'ChildWorkflowFailed', data: { seq: 3, childId: 'awaited-failed', error: { message: 'no' } } },
+    ];
+    const continueAsNew: WorkflowCommand = { type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 4, args: [], at: at(10) }], ids: {} };
+    spec
+      .given([dispatched, decisionStarted('d1'), decisionCompleted('d1'), ...started, ...resolved, decisionStarted('d2', 10)])
+      .when(continueAsNew)
+      .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew', data: { seqBase: 5, awaitedChildren: ['awaited-running'] } }]);
+    // None left running: no field at all.
+    spec
+      .given([dispatched, decisionStarted('d1'), decisionCompleted('d1'), child(2, 'dispatched', false), decisionStarted('d2', 10)])
+      .when(continueAsNew)
+      .thenState((_, events) => expect(events[1]).not.toHaveProperty('data.awaitedChildren'));
+  });
+
   it('discards a decision reported after its workflow was paused: nothing of it applies, and it is made again after resume', () => {
     const commands: DecisionCommand[] = [
       { type: 'ScheduleTask', seq: 0, name: 'sendEmail', args: [] },

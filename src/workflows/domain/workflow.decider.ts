@@ -38,7 +38,13 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   };
   DecisionStarted: { decisionId: string; workerId: string; version: string; startedAt: string; leaseExpiresAt: string };
   /** Ends this run and starts the next under the same id, with `input` and an empty history. */
-  WorkflowContinuedAsNew: WorkflowEventData['WorkflowDispatched'] & { run: number; seqBase: number; version: string | null };
+  WorkflowContinuedAsNew: WorkflowEventData['WorkflowDispatched'] & {
+    run: number;
+    seqBase: number;
+    version: string | null;
+    /** The children the ended run awaited (`ctx.workflow`) that still ran: ended with that run. Absent when none. */
+    awaitedChildren?: string[];
+  };
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
   DecisionTimedOut: { decisionId: string };
@@ -660,6 +666,9 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
       // continueAsNew is for) overflowed the stack with the spread, and the decision never recorded.
       let seqBase = Math.max(state.seqBase, command.seq + 1);
       for (const keys of [state.tasks.keys(), state.timers.keys(), state.children.keys()]) for (const n of keys) if (n + 1 > seqBase) seqBase = n + 1;
+      // The new run cannot await the old run's children: those still running are ended with the
+      // old run (the effects reactor terminates them), as when a workflow completes without them.
+      const awaitedChildren = awaitedRunning(state);
       return [
         {
           type: 'WorkflowContinuedAsNew',
@@ -676,11 +685,19 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             run: state.run + 1,
             seqBase,
             version: state.version,
+            ...(awaitedChildren.length > 0 ? { awaitedChildren } : {}),
           },
         },
       ];
     }
   }
+}
+
+/** The children a run awaits (`ctx.workflow`, not `ctx.dispatch`) that have not ended, by id. */
+export function awaitedRunning(state: ExistingWorkflow): string[] {
+  const ids: string[] = [];
+  for (const child of state.children.values()) if (child.wait === true && child.status === 'started') ids.push(child.childId);
+  return ids;
 }
 
 /**
