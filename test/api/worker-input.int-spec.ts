@@ -4,7 +4,8 @@
  * the one that ends the run, a cron expression or time zone a schedule cannot have, a name with a
  * control character) is rejected on its own, BAD_USER_INPUT naming the field, and nothing of it is
  * recorded: the workflow's history is what it was, and the same decision can still be reported
- * correctly. Worker ids and registered names follow the public API's rules.
+ * correctly. Worker ids and registered names follow the public API's rules. A task report naming
+ * an attempt the task never issued is refused; a late one is recorded once.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { callId } from '../../src/protocol/decision-commands.js';
@@ -218,6 +219,32 @@ describe('decision commands a worker reports', () => {
     );
     expect(after.map((e) => e.type).slice(-4)).toEqual(['DecisionCompleted', 'TimerStarted', 'TimerCanceled', 'WorkflowCompleted']);
     expect(await admin.state(id)).toBe('COMPLETED');
+  });
+});
+
+describe('task reports naming an attempt', () => {
+  it('one the task never issued is refused (NOT_FOUND) and records nothing, however often; a late one is recorded once', async () => {
+    const { id, decision } = await decisionOfNewWorkflow('Attempts');
+    const task = unique('T');
+    expect(await reportDecision(decision, JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: task, args: [] }]))).toMatchObject({ accepted: 1, rejected: [] });
+    const attempt = await claim('TASK', id, { tasks: [task] });
+    const report = async (attemptId: string, outcome: { result: string } | { error: { message: string } }) =>
+      expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'input-test', tasks: [{ ref: attempt.ref, attemptId, ...outcome }] } }, workerToken)).reportWork as Report;
+    const before = snapshot(await admin.history(id));
+    for (const forged of ['01900000-0000-7000-8000-000000000001', '01900000-0000-7000-8000-000000000002', '01900000-0000-7000-8000-000000000002']) {
+      expect(await report(forged, { result: '"forged"' })).toEqual({
+        accepted: 0,
+        rejected: [{ ref: attempt.ref, code: 'NOT_FOUND', message: `task attempt ${forged} not found`, field: null }],
+        decided: [],
+      });
+    }
+    expect(snapshot(await admin.history(id))).toEqual(before);
+    expect(await report(attempt.attemptId!, { result: '"done"' })).toMatchObject({ accepted: 1, rejected: [] });
+    // A failure of the attempt reported after its result, three times: acknowledged each time, recorded once.
+    for (let i = 0; i < 3; i++) expect(await report(attempt.attemptId!, { error: { message: 'late' } })).toMatchObject({ accepted: 1, rejected: [] });
+    const added = (await admin.history(id)).slice(before.length);
+    expect(added.map((e) => e.type)).toEqual(['TaskCompleted', 'TaskResultIgnored']);
+    expect(JSON.parse(added[1].data)).toEqual({ seq: 0, attemptId: attempt.attemptId, reason: 'the task had already completed' });
   });
 });
 

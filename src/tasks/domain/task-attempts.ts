@@ -1,5 +1,5 @@
 import { Json } from '../../event-store/event-store.port.js';
-import { ConflictError } from '../../shared/errors.js';
+import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicyMs, backoffDelay } from '../../protocol/retry-policy.js';
 
 /**
@@ -64,7 +64,19 @@ export const ATTEMPT_EVENT_TYPES = [
   'TaskResultIgnored',
 ] as const satisfies ReadonlyArray<keyof AttemptEventData>;
 
-export type AttemptState =
+/**
+ * What a task's state keeps of the attempts before its current (or last) one, for late reports:
+ * their ids (`earlier`, absent while there was at most one), and those whose late report was
+ * recorded (`ignored`). A report naming an attempt the task never issued records nothing, and one
+ * ignored once is not recorded again: reports cannot grow a stream.
+ */
+export interface AttemptMemory {
+  earlier?: readonly string[];
+  ignored?: readonly string[];
+}
+
+export type AttemptState = AttemptMemory &
+  (
   /** Waiting for a worker; `readyAt` is when a retry becomes claimable. */
   | { status: 'pending'; attempts: number; readyAt: number; lastAttemptId?: string }
   | {
@@ -79,14 +91,36 @@ export type AttemptState =
     }
   /** The result itself stays in the stream: state keeps only what deciding needs. */
   | { status: 'completed'; attempts: number; attemptId: string }
-  | { status: 'failed'; attempts: number; error: TaskError; lastAttemptId?: string };
+  | { status: 'failed'; attempts: number; error: TaskError; lastAttemptId?: string }
+  );
 
 export const initialAttemptState = (readyAt = 0): AttemptState => ({ status: 'pending', attempts: 0, readyAt });
 
+/** The state of a task retried from the start (`TaskRetried`, `WorkflowRetried`): its attempts so far stay known. */
+export function retriedAttemptState(state: AttemptState): AttemptState {
+  const last = lastAttemptIdOf(state);
+  const earlier = last === undefined ? state.earlier : [...(state.earlier ?? []), last];
+  return remember({ status: 'pending', attempts: 0, readyAt: 0 }, earlier, state.ignored);
+}
+
+/** The current attempt's id, or the last one's. */
+function lastAttemptIdOf(state: AttemptState): string | undefined {
+  return state.status === 'started' || state.status === 'completed' ? state.attemptId : state.lastAttemptId;
+}
+
+/** `next` with the memory of earlier attempts (set only when there is some: most tasks have one attempt). */
+function remember<S extends AttemptState>(next: S, earlier: readonly string[] | undefined, ignored: readonly string[] | undefined): S {
+  if (earlier !== undefined) next.earlier = earlier;
+  if (ignored !== undefined) next.ignored = ignored;
+  return next;
+}
+
 export function evolveAttempt(state: AttemptState, event: AttemptEvent): AttemptState {
   switch (event.type) {
-    case 'TaskStarted':
-      return {
+    case 'TaskStarted': {
+      const last = lastAttemptIdOf(state);
+      const earlier = last === undefined || last === event.data.attemptId ? state.earlier : [...(state.earlier ?? []), last];
+      return remember<AttemptState>({
         status: 'started',
         attempts: event.data.attempt,
         attemptId: event.data.attemptId,
@@ -95,26 +129,35 @@ export function evolveAttempt(state: AttemptState, event: AttemptEvent): Attempt
         leaseExpiresAt: Date.parse(event.data.leaseExpiresAt),
         deadlineAt: event.data.deadlineAt === null ? null : Date.parse(event.data.deadlineAt),
         retryPolicy: event.data.retryPolicy,
-      };
+      }, earlier, state.ignored);
+    }
     case 'TaskLeaseExtended':
       return state.status === 'started' && state.attemptId === event.data.attemptId
         ? { ...state, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) }
         : state;
     case 'TaskCompleted':
-      return { status: 'completed', attempts: state.attempts, attemptId: event.data.attemptId };
+      return remember<AttemptState>({ status: 'completed', attempts: state.attempts, attemptId: event.data.attemptId }, state.earlier, state.ignored);
     case 'TaskAttemptFailed':
       return event.data.retryAt === null
         ? state
-        : {
-            status: 'pending',
-            attempts: event.data.released ? event.data.attempt - 1 : event.data.attempt,
-            readyAt: Date.parse(event.data.retryAt),
-            lastAttemptId: event.data.attemptId,
-          };
+        : remember<AttemptState>(
+            {
+              status: 'pending',
+              attempts: event.data.released ? event.data.attempt - 1 : event.data.attempt,
+              readyAt: Date.parse(event.data.retryAt),
+              lastAttemptId: event.data.attemptId,
+            },
+            state.earlier,
+            state.ignored,
+          );
     case 'TaskFailed':
-      return { status: 'failed', attempts: event.data.attempts, error: event.data.error, lastAttemptId: state.status === 'started' ? state.attemptId : state.status === 'pending' ? state.lastAttemptId : undefined };
+      return remember<AttemptState>(
+        { status: 'failed', attempts: event.data.attempts, error: event.data.error, lastAttemptId: state.status === 'started' ? state.attemptId : state.status === 'pending' ? state.lastAttemptId : undefined },
+        state.earlier,
+        state.ignored,
+      );
     case 'TaskResultIgnored':
-      return state;
+      return { ...state, ignored: [...(state.ignored ?? []), event.data.attemptId] };
   }
 }
 
@@ -182,9 +225,7 @@ export function decideComplete(
 ): AttemptEvent[] {
   // The same report again (a worker retrying after a lost answer): already applied, nothing to record.
   if (state.status === 'completed' && state.attemptId === cmd.attemptId) return [];
-  if (!holdsAttempt(state, cmd.attemptId)) {
-    return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId: cmd.attemptId, reason: staleReason(state) } }];
-  }
+  if (!holdsAttempt(state, cmd.attemptId)) return ignoreLate(state, cmd.attemptId, seq);
   return [{ type: 'TaskCompleted', data: { ...withSeq(seq), attemptId: cmd.attemptId, result: cmd.result } }];
 }
 
@@ -194,9 +235,7 @@ export function decideFail(
   seq?: number,
 ): AttemptEvent[] {
   if ((state.status === 'pending' || state.status === 'failed') && state.lastAttemptId === cmd.attemptId) return [];
-  if (state.status !== 'started' || state.attemptId !== cmd.attemptId) {
-    return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId: cmd.attemptId, reason: staleReason(state) } }];
-  }
+  if (state.status !== 'started' || state.attemptId !== cmd.attemptId) return ignoreLate(state, cmd.attemptId, seq);
   const policy = state.retryPolicy;
   const exhausted = state.attempts >= policy.maxAttempts || cmd.error.nonRetryable === true;
   const delay = cmd.error.retryAfterMs ?? backoffDelay(policy, state.attempts);
@@ -243,6 +282,17 @@ export function decideExpiry(state: AttemptState, now: number, seq?: number): At
     ? `attempt ${state.attempts} exceeded its start-to-close timeout`
     : `attempt ${state.attempts} lost its lease (no heartbeat from worker ${state.workerId})`;
   return decideFail(state, { attemptId: state.attemptId, now, reason, error: { message, name: timedOut ? 'TimeoutError' : 'LeaseExpiredError' } }, seq);
+}
+
+/**
+ * A report on an attempt that is no longer current: recorded once (`TaskResultIgnored`, for the
+ * audit), nothing the second time, and refused (NOT_FOUND, nothing recorded) for an attempt this
+ * task never issued.
+ */
+function ignoreLate(state: AttemptState, attemptId: string, seq: number | undefined): AttemptEvent[] {
+  if (lastAttemptIdOf(state) !== attemptId && !state.earlier?.includes(attemptId)) throw new NotFoundError('task attempt', attemptId);
+  if (state.ignored?.includes(attemptId)) return [];
+  return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId, reason: staleReason(state) } }];
 }
 
 /** When this attempt next needs the clock: a lease to expire. */

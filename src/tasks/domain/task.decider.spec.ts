@@ -98,6 +98,19 @@ describe('standalone task decider', () => {
       .when({ type: 'CompleteTask', attemptId: 'a1', result: 'late' })
       .then([{ type: 'TaskResultIgnored', data: { attemptId: 'a1', reason: 'superseded by a later attempt' } }]);
   });
+
+  it('records a late report once, refuses one for an attempt it never issued, and knows its attempts after a retry (TaskRetried)', () => {
+    const failedFor: TaskEvent = { type: 'TaskAttemptFailed', data: { attemptId: 'a1', attempt: 1, reason: 'error', error: { message: 'x' }, retryAt: null } };
+    const failed: TaskEvent[] = [dispatched, started(1, 'a1', 0), failedFor, { type: 'TaskFailed', data: { attempts: 1, error: { message: 'x' } } }];
+    const retried: TaskEvent[] = [...failed, { type: 'TaskRetried', data: { previousAttempts: 1, retriedAt: at(500) } }, started(1, 'b1', 600)];
+    const late: TaskCommand = { type: 'CompleteTask', attemptId: 'a1', result: 'late' };
+    spec.given(retried).when(late).then([{ type: 'TaskResultIgnored', data: { attemptId: 'a1', reason: 'superseded by a later attempt' } }]);
+    const ignored: TaskEvent[] = [...retried, { type: 'TaskResultIgnored', data: { attemptId: 'a1', reason: 'superseded by a later attempt' } }];
+    spec.given(ignored).when(late).then([]);
+    spec.given(ignored).when({ type: 'FailTask', attemptId: 'a1', error: { message: 'late too' }, now: T0 + 700 }).then([]);
+    spec.given(ignored).when({ type: 'CompleteTask', attemptId: 'b1', result: 'ok' }).then([{ type: 'TaskCompleted', data: { attemptId: 'b1', result: 'ok' } }]);
+    spec.given(retried).when({ type: 'CompleteTask', attemptId: 'never-issued', result: 'x' }).thenThrows(NotFoundError, 'task attempt never-issued not found');
+  });
 });
 
 describe('backoffDelay', () => {

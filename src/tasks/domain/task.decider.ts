@@ -15,6 +15,7 @@ import {
   decideStart,
   evolveAttempt,
   initialAttemptState,
+  retriedAttemptState,
   iso,
 } from './task-attempts.js';
 
@@ -102,7 +103,7 @@ export const taskDecider: Decider<TaskCommand, TaskEvent, TaskState> = {
       return { status: 'exists', ...event.data, attempt: initialAttemptState() };
     }
     if (state.status === 'none') return state;
-    if (event.type === 'TaskRetried') return { ...state, attempt: initialAttemptState() };
+    if (event.type === 'TaskRetried') return { ...state, attempt: retriedAttemptState(state.attempt) };
     return { ...state, attempt: evolveAttempt(state.attempt, event) };
   },
 };

@@ -135,13 +135,13 @@ describe('retrying a failed standalone task', () => {
     { type: 'TaskFailed', data: { attempts: 1, error } },
   ];
 
-  it('gives a failed task a fresh round of attempts', () => {
+  it('gives a failed task a fresh round of attempts (the earlier attempt stays known, for its late report)', () => {
     spec
       .given(failed)
       .when({ type: 'RetryTask', now: T0 + 5 })
       .thenState((state, events) => {
         expect(events).toEqual([{ type: 'TaskRetried', data: { previousAttempts: 1, retriedAt: at(5) } }]);
-        expect(state.status === 'exists' && state.attempt).toEqual({ status: 'pending', attempts: 0, readyAt: 0 });
+        expect(state.status === 'exists' && state.attempt).toEqual({ status: 'pending', attempts: 0, readyAt: 0, earlier: ['x'] });
       });
   });
 

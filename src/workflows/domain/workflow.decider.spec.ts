@@ -521,8 +521,14 @@ describe('workflow decider', () => {
         .then([]);
       spec
         .given([...runningTask, taskCompleted(0, 'a1')])
+        .when(failTask(0, 'a1', 30))
+        .then([{ type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a1', reason: 'the task had already completed' } }]);
+      // An attempt the task never issued: refused, and nothing recorded (reports cannot grow the stream).
+      spec
+        .given([...runningTask, taskCompleted(0, 'a1')])
         .when({ type: 'CompleteTask', seq: 0, attemptId: 'a-other', result: 'late' })
-        .then([{ type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a-other', reason: 'the task had already completed' } }]);
+        .thenThrows(NotFoundError, 'task attempt a-other not found');
+      spec.given(runningTask).when(failTask(0, 'a-other', 30)).thenThrows(NotFoundError);
     });
 
     it('ignore the result of a stale attempt (TaskResultIgnored)', () => {
@@ -544,6 +550,16 @@ describe('workflow decider', () => {
         .when(failTask(0, 'a1', 1200))
         .thenMatches([{ type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a1' } }]);
       expect(decisionClaimable(stateOf([...superseded, { type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a1', reason: 'x' } }]), T0 + 2000)).toBe(false);
+      // Recorded once: the same late report again, or another outcome of that attempt, records nothing.
+      const ignored = [...superseded, { type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a1', reason: 'superseded by a later attempt' } } as WorkflowEvent];
+      spec.given(ignored).when({ type: 'CompleteTask', seq: 0, attemptId: 'a1', result: 'late' }).then([]);
+      spec.given(ignored).when(failTask(0, 'a1', 1200)).then([]);
+      // Still known after the next attempt completed.
+      const completed = [...superseded, taskCompleted(0, 'a2')];
+      spec
+        .given(completed)
+        .when({ type: 'CompleteTask', seq: 0, attemptId: 'a1', result: 'late' })
+        .thenMatches([{ type: 'TaskResultIgnored', data: { seq: 0, attemptId: 'a1' } }]);
     });
 
     it('are retried with growing delays, then fail for good (TaskFailed) and queue a decision', () => {
@@ -911,7 +927,7 @@ describe('CompleteTaskAndDecide (a worker\'s next decision, reported with the ta
       .when({ type: 'CompleteTaskAndDecide', seq: 5, attemptId: 'a1', result: 'sent', next: next({ commands: [{ type: 'ScheduleTask', seq: 1, name: 'x', args: [] }] }) })
       .then([{ type: 'TaskCompleted', data: { seq: 5, attemptId: 'a1', result: 'sent' } }]);
     spec.given([...running, ...resultAlone]).when(report()).thenNothingHappens();
-    spec.given(running).when({ ...report(), attemptId: 'a0' } as WorkflowCommand).thenMatches([{ type: 'TaskResultIgnored' }]);
+    spec.given(running).when({ ...report(), attemptId: 'a0' } as WorkflowCommand).thenThrows(NotFoundError, 'task attempt a0 not found');
   });
 
   it('leaves an opportunistic claim behind it nothing to claim, without an error (StartDecision ifPending)', () => {

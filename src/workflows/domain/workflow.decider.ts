@@ -17,6 +17,7 @@ import {
   decideStart,
   evolveAttempt,
   initialAttemptState,
+  retriedAttemptState,
   iso,
   leaseWorthExtending,
 } from '../../tasks/domain/task-attempts.js';
@@ -586,7 +587,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         let tasks = state.tasks;
         for (const seq of event.data.resetTasks) {
           const task = tasks.get(seq);
-          if (task) tasks = tasks.set(seq, { ...task, attempt: initialAttemptState() });
+          if (task) tasks = tasks.set(seq, { ...task, attempt: retriedAttemptState(task.attempt) });
         }
         return { ...state, status: 'running', needsDecision: true, decision: null, eventsDuringDecision: undefined, decisionFailures: 0, decisionRetryAt: 0, tasks };
       }
