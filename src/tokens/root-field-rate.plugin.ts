@@ -1,13 +1,24 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import type { FastifyRequest } from 'fastify';
-import { type DocumentNode, type FragmentDefinitionNode, GraphQLError, Kind, type OperationDefinitionNode } from 'graphql';
-import { fieldsOf } from '../graphql/answer-budget.js';
+import {
+  type DirectiveNode,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  GraphQLError,
+  GraphQLIncludeDirective,
+  GraphQLSkipDirective,
+  Kind,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  getDirectiveValues,
+} from 'graphql';
 import { RateLimitedError } from '../shared/errors.js';
 
 /**
  * Every root field of an operation counts against the token's rate limit as a request of its own.
  * The auth hook counts the request itself before its body is parsed; once Apollo has picked the
- * operation, this charges its further root fields (aliases and root-level fragments included), so
+ * operation, this charges its further root fields (aliases and root-level fragments included; those
+ * `@skip` or `@include` leave out, with the request's variables, are not), so
  * one request of 250 `dispatchWorkflow` aliases costs what 250 requests do. Before, the limit
  * counted HTTP requests only: `RATE_LIMIT_PER_MINUTE` bounded requests, not operations, and a
  * token could dispatch 250 times faster than the limit read.
@@ -21,10 +32,10 @@ export function rootFieldRateLimitPlugin(rateLimitPerMinute: number): ApolloServ
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ operation, document, contextValue }) {
+        async didResolveOperation({ operation, document, contextValue, request: graphqlRequest }) {
           const request = (contextValue as { req?: FastifyRequest }).req;
           if (!request?.chargeRequests || !request.principal || !operation) return;
-          const fields = rootFieldCount(operation, document);
+          const fields = rootFieldCount(operation, document, graphqlRequest.variables);
           if (fields <= 1) return;
           const retryAfter = request.chargeRequests(request.principal.tokenId, fields - 1);
           if (retryAfter === 0) return;
@@ -42,15 +53,53 @@ export function rootFieldRateLimitPlugin(rateLimitPerMinute: number): ApolloServ
   };
 }
 
-const counts = new WeakMap<OperationDefinitionNode, number>();
+/** An operation's count when no `@skip` or `@include` decides it; `conditional` when one does (counted per request). */
+const counts = new WeakMap<OperationDefinitionNode, number | 'conditional'>();
 
-/** The operation's root fields, through fragments (Apollo keeps each parsed document: counted once). */
-export function rootFieldCount(operation: OperationDefinitionNode, document: DocumentNode): number {
-  let count = counts.get(operation);
-  if (count === undefined) {
-    const fragments: Record<string, FragmentDefinitionNode> = {};
-    for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
-    counts.set(operation, (count = fieldsOf([operation.selectionSet], fragments).length));
+/**
+ * The operation's root fields that run, through fragments: a field, inline fragment or fragment
+ * spread that `@skip(if: true)` or `@include(if: false)` leaves out is not counted (with the
+ * request's variables). Apollo keeps each parsed document, so an operation without such
+ * directives is counted once.
+ */
+export function rootFieldCount(operation: OperationDefinitionNode, document: DocumentNode, variables: Record<string, unknown> = {}): number {
+  const known = counts.get(operation);
+  if (typeof known === 'number') return known;
+  const fragments: Record<string, FragmentDefinitionNode> = {};
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+  const walk = { conditional: false };
+  const count = countFields(operation.selectionSet, fragments, variables, walk, new Set());
+  if (known === undefined) counts.set(operation, walk.conditional ? 'conditional' : count);
+  return count;
+}
+
+function countFields(set: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, variables: Record<string, unknown>, walk: { conditional: boolean }, seen: Set<string>): number {
+  let count = 0;
+  for (const selection of set.selections) {
+    if (!included(selection.directives, variables, walk)) continue;
+    if (selection.kind === Kind.FIELD) count++;
+    else if (selection.kind === Kind.INLINE_FRAGMENT) count += countFields(selection.selectionSet, fragments, variables, walk, seen);
+    else {
+      const fragment = fragments[selection.name.value];
+      if (!fragment || seen.has(fragment.name.value)) continue;
+      seen.add(fragment.name.value);
+      count += countFields(fragment.selectionSet, fragments, variables, walk, seen);
+      seen.delete(fragment.name.value);
+    }
   }
   return count;
+}
+
+/** Whether `@skip`/`@include` keep a selection (as graphql-js decides it); one it cannot read is counted. */
+function included(directives: readonly DirectiveNode[] | undefined, variables: Record<string, unknown>, walk: { conditional: boolean }): boolean {
+  if (!directives?.some((d) => d.name.value === 'skip' || d.name.value === 'include')) return true;
+  walk.conditional = true;
+  const node = { directives };
+  try {
+    if (getDirectiveValues(GraphQLSkipDirective, node, variables)?.if === true) return false;
+    if (getDirectiveValues(GraphQLIncludeDirective, node, variables)?.if === false) return false;
+  } catch {
+    // A variable the request did not give as a Boolean: execution refuses it; counted meanwhile.
+  }
+  return true;
 }

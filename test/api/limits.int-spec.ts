@@ -283,6 +283,25 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE=5)', () => {
     expect(expectData(count).workflows.totalCount).toBe(3);
   });
 
+  it('root fields that @skip or @include leave out are not charged: 6 aliases, 5 of them skipped, go through', async () => {
+    const [token] = await issueTokens(service, [{ apps: ['demo'] }]);
+    if (Date.now() % 60_000 > 55_000) {
+      const now = minute();
+      await waitFor(() => minute() !== now, { timeoutMs: 6_000, intervalMs: 50, description: 'the next minute' });
+    }
+    const started = minute();
+    const query = `query($skip: Boolean!) { a: __typename ${Array.from({ length: 5 }, (_, i) => `s${i}: __typename @skip(if: $skip)`).join(' ')} }`;
+    // With issueTokens' own request: 1 + 1 + 1 ≤ 5; charged for its six fields it was refused (1 + 6).
+    const skipped = await post(service, JSON.stringify({ query, variables: { skip: true } }), token);
+    expect(skipped.status).toBe(200);
+    expect(expectData(skipped)).toEqual({ a: 'Query' });
+    // The same operation with the fields kept is charged for all six.
+    const kept = await post(service, JSON.stringify({ query, variables: { skip: false } }), token);
+    expect(minute()).toBe(started);
+    expect(kept.status).toBe(429);
+    expect(expectError(kept, 'RATE_LIMITED').message).toMatch(/6 root fields/);
+  });
+
   it('a request refused for its root fields spends only its own one: what none of its fields ran is not charged, and a request that fits still goes', async () => {
     const [token] = await issueTokens(service, [{ apps: ['demo'] }]);
     if (Date.now() % 60_000 > 55_000) {
