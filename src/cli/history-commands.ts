@@ -1,4 +1,6 @@
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port.js';
+import { readLatestRun } from '../event-store/read-run.js';
+import { WORKFLOW_RESET_TYPES } from '../workflows/domain/workflow.decider.js';
 import { NonDeterminismError } from '../sdk/errors.js';
 import { type HistoryEvent, WorkflowReplay } from '../sdk/workflow-context.js';
 import type { WorkflowDefinition } from '../sdk/definitions.js';
@@ -6,8 +8,9 @@ import { replayableHistory } from '../protocol/workflow-retry.js';
 import { startProgress } from './progress.js';
 import { loadDefinitions } from './worker-command.js';
 
-async function readWorkflow(store: EventStore, workflowId: string): Promise<HistoryEvent[]> {
-  const events = await store.readStream(`workflow-${workflowId}`);
+/** A workflow's current run (from its last `WorkflowContinuedAsNew`, or its start): what a replay checks, read from the end. */
+async function readCurrentRun(store: EventStore, workflowId: string): Promise<HistoryEvent[]> {
+  const events = await readLatestRun(store, `workflow-${workflowId}`, WORKFLOW_RESET_TYPES);
   return events.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
 }
 
@@ -93,7 +96,7 @@ export type ReplayOutcome = { status: 'ok' | 'non_deterministic' | 'missing'; me
  * changed workflow code.
  */
 export async function replayOne(store: EventStore, workflows: WorkflowDefinition[], modulePath: string, workflowId: string): Promise<ReplayOutcome> {
-  const history = replayableHistory(currentRun(await readWorkflow(store, workflowId)));
+  const history = replayableHistory(await readCurrentRun(store, workflowId));
   if (history.length === 0) return { status: 'missing', message: `no workflow ${workflowId} in this store` };
   const dispatched = history[0].data as { name: string; input: unknown[] };
   const version = (history.find((e) => e.type === 'DecisionStarted')?.data as { version?: string } | undefined)?.version ?? dispatched.name;
@@ -155,8 +158,3 @@ export async function replayAllCommand(store: EventStore, modulePath: string, na
   return counts.non_deterministic > 0 ? 1 : 0;
 }
 
-/** The events of a workflow's current run: from its last `WorkflowContinuedAsNew` (or its start). */
-function currentRun<E extends { type: string }>(events: E[]): E[] {
-  for (let i = events.length - 1; i >= 0; i--) if (events[i].type === 'WorkflowContinuedAsNew') return events.slice(i);
-  return events;
-}

@@ -8,6 +8,7 @@ import { ConflictError } from '../shared/errors.js';
 import { workflowDecider } from '../workflows/domain/workflow.decider.js';
 import type { EventStore, ReadStreamOptions, RecordedEvent } from './event-store.port.js';
 import { SqliteEventStore } from './sqlite/sqlite-event-store.js';
+import { readLatestRun } from './read-run.js';
 import { StreamQueues } from './stream-queues.js';
 
 const context = { actor: 'test', appId: 'demo', environment: 'test', correlationId: 'c' };
@@ -222,5 +223,32 @@ describe('StreamQueues', () => {
     const result = await queues.run('workflow-c', workflowDecider, { type: 'PauseWorkflow' }, context);
     expect(result.events.map((e) => e.type)).toEqual(['WorkflowPaused']);
     expect((await counting.store.readStream('workflow-c')).map((e) => e.revision)).toEqual([0n, 1n, 2n]);
+  });
+});
+
+describe('readLatestRun', () => {
+  const resets = new Set(['WorkflowContinuedAsNew']);
+  const events = (type: string, n: number) => Array.from({ length: n }, () => ({ id: crypto.randomUUID(), type, data: {} }));
+
+  it("reads a stream's last run from the end, a page at a time: what it reads is the run, not the history before it", async () => {
+    const counting = countingStore();
+    close = counting.close;
+    const stream = 'workflow-runs';
+    await counting.store.append(stream, [...events('WorkflowDispatched', 1), ...events('Filler', 1_500)]);
+    await counting.store.append(stream, [...events('WorkflowContinuedAsNew', 1), ...events('Filler', 1_000)]);
+    await counting.store.append(stream, [...events('WorkflowContinuedAsNew', 1), ...events('Filler', 700)]);
+    const run = await readLatestRun(counting.store, stream, resets, 512);
+    expect(run.map((e) => e.type)).toEqual(['WorkflowContinuedAsNew', ...Array(700).fill('Filler')]);
+    expect(run.map((e) => Number(e.revision))).toEqual(Array.from({ length: 701 }, (_, i) => 2_502 + i));
+    // Two pages of 512 reach the run's start (701 events): 1,024 events read of the stream's 3,203.
+    expect(counting.read()).toBe(1_024);
+  });
+
+  it('reads a stream that never reset whole, and a missing one as empty', async () => {
+    const counting = countingStore();
+    close = counting.close;
+    await counting.store.append('workflow-one', [...events('WorkflowDispatched', 1), ...events('Filler', 600)]);
+    expect(await readLatestRun(counting.store, 'workflow-one', resets, 512)).toHaveLength(601);
+    expect(await readLatestRun(counting.store, 'workflow-none', resets, 512)).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import { Decider, DomainEvent } from '../shared/decider.js';
 import { uuidv7 } from '../shared/ids.js';
+import { readLatestRun } from './read-run.js';
 import {
   type EventStore,
   EventMetadata,
@@ -313,7 +314,7 @@ export class StreamQueues {
       entry.revision = snapshot.revision;
       await this.catchUp(streamId, entry);
     } else {
-      const events = await this.readRun(streamId, (decider as ResettableDecider<any, any, any>).resetTypes);
+      const events = await readLatestRun(this.store, streamId, (decider as ResettableDecider<any, any, any>).resetTypes, LOAD_PAGE);
       this.stats.eventsRead += events.length;
       this.fold(entry, events);
     }
@@ -337,27 +338,6 @@ export class StreamQueues {
       entry.revision = recorded.revision;
       entry.seenPosition = recorded.position;
     }
-  }
-
-  /** The stream from its newest reset event on (all of it when the decider has none). */
-  private async readRun(streamId: string, resetTypes: ReadonlySet<string> | undefined): Promise<RecordedEvent[]> {
-    if (!resetTypes || resetTypes.size === 0) return this.store.readStream(streamId);
-    const pages: RecordedEvent[][] = [];
-    let from: bigint | undefined;
-    for (;;) {
-      const page = await this.store.readStream(streamId, { direction: 'backwards', fromRevision: from, maxCount: LOAD_PAGE });
-      if (page.length === 0) break;
-      const reset = page.findIndex((e) => resetTypes.has(e.type));
-      if (reset >= 0) {
-        pages.push(page.slice(0, reset + 1));
-        break;
-      }
-      pages.push(page);
-      const last = page[page.length - 1].revision;
-      if (last === 0n || page.length < LOAD_PAGE) break;
-      from = last - 1n;
-    }
-    return pages.flat().reverse();
   }
 
   private evict(): void {

@@ -29,6 +29,7 @@ describe('baton history and baton replay', () => {
   let service: Service;
   let worker: FixtureWorker;
   let workflowId: string;
+  let looperId: string;
 
   beforeAll(async () => {
     service = await startService();
@@ -38,6 +39,8 @@ describe('baton history and baton replay', () => {
     workflowId = await engine.dispatch('Shape');
     await engine.send({ id: workflowId }, 'continue');
     await engine.waitForState(workflowId);
+    looperId = await engine.dispatch('Looper', [0, 3]);
+    await engine.waitForState(looperId);
     await worker.stop();
     await service.stop();
   });
@@ -66,6 +69,13 @@ describe('baton history and baton replay', () => {
   it('replay accepts the code that made the history', () => {
     const { code, stdout } = baton(service.storeUrl, ['replay', FIXTURES_MODULE, workflowId]);
     expect({ code, stdout }).toEqual({ code: 0, stdout: expect.stringMatching(/^OK: Shape replays \d+ recorded decisions/) });
+  });
+
+  it('replay checks the current run of a workflow that continued as new (read from its end)', () => {
+    const history = baton(service.storeUrl, ['history', looperId]).stdout.trim().split('\n');
+    const lastRun = history.length - history.findLastIndex((line) => /\bWorkflowContinuedAsNew\b/.test(line));
+    const { code, stdout } = baton(service.storeUrl, ['replay', FIXTURES_MODULE, looperId]);
+    expect({ code, stdout }).toEqual({ code: 0, stdout: expect.stringMatching(new RegExp(`^OK: Looper replays 2 recorded decisions of workflow ${looperId} \\(${lastRun} events\\)`)) });
   });
 
   it('replay names the revision where changed code departs from the history', () => {
