@@ -220,14 +220,17 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE=5)', () => {
   });
 
   const minute = () => Math.floor(Date.now() / 60_000);
-
-  it('the 6th request in a minute → 429 RATE_LIMITED with Retry-After; other tokens are not affected', async () => {
-    // The limit counts per fixed minute: start well inside one, so all six requests share it.
+  /** The limit counts per fixed minute: a test starts well inside one (the next, if this one ends within 5 s). */
+  const wellInsideAMinute = async (): Promise<number> => {
     if (Date.now() % 60_000 > 55_000) {
       const now = minute();
       await waitFor(() => minute() !== now, { timeoutMs: 6_000, intervalMs: 50, description: 'the next minute' });
     }
-    const started = minute();
+    return minute();
+  };
+
+  it('the 6th request in a minute → 429 RATE_LIMITED with Retry-After; other tokens are not affected', async () => {
+    const started = await wellInsideAMinute();
     const query = JSON.stringify({ query: '{ workflows(filter: { appId: "demo", environment: "dev" }) { totalCount } }' });
     for (let i = 1; i <= 5; i++) {
       const response = await post(service, query, first);
@@ -253,11 +256,7 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE=5)', () => {
 
   it('every root field (alias) of a request counts: 6 dispatches in one request are refused as a whole, 3 and then 3 more too', async () => {
     const [token] = await issueTokens(service, [{ apps: ['demo'] }]);
-    if (Date.now() % 60_000 > 55_000) {
-      const now = minute();
-      await waitFor(() => minute() !== now, { timeoutMs: 6_000, intervalMs: 50, description: 'the next minute' });
-    }
-    const started = minute();
+    const started = await wellInsideAMinute();
     const name = unique('Aliased');
     const dispatches = (count: number, prefix: string) =>
       JSON.stringify({
@@ -285,11 +284,7 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE=5)', () => {
 
   it('root fields that @skip or @include leave out are not charged: 6 aliases, 5 of them skipped, go through', async () => {
     const [token] = await issueTokens(service, [{ apps: ['demo'] }]);
-    if (Date.now() % 60_000 > 55_000) {
-      const now = minute();
-      await waitFor(() => minute() !== now, { timeoutMs: 6_000, intervalMs: 50, description: 'the next minute' });
-    }
-    const started = minute();
+    const started = await wellInsideAMinute();
     const query = `query($skip: Boolean!) { a: __typename ${Array.from({ length: 5 }, (_, i) => `s${i}: __typename @skip(if: $skip)`).join(' ')} }`;
     // With issueTokens' own request: 1 + 1 + 1 ≤ 5; charged for its six fields it was refused (1 + 6).
     const skipped = await post(service, JSON.stringify({ query, variables: { skip: true } }), token);
@@ -304,11 +299,7 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE=5)', () => {
 
   it('a request refused for its root fields spends only its own one: what none of its fields ran is not charged, and a request that fits still goes', async () => {
     const [token] = await issueTokens(service, [{ apps: ['demo'] }]);
-    if (Date.now() % 60_000 > 55_000) {
-      const now = minute();
-      await waitFor(() => minute() !== now, { timeoutMs: 6_000, intervalMs: 50, description: 'the next minute' });
-    }
-    const started = minute();
+    const started = await wellInsideAMinute();
     const name = unique('Refunded');
     const dispatches = (count: number, prefix: string) =>
       JSON.stringify({
