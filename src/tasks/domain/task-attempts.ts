@@ -108,6 +108,11 @@ function lastAttemptIdOf(state: AttemptState): string | undefined {
   return state.status === 'started' || state.status === 'completed' ? state.attemptId : state.lastAttemptId;
 }
 
+/** True when this task issued the attempt: its current or last one, or one before. */
+function issued(state: AttemptState, attemptId: string): boolean {
+  return lastAttemptIdOf(state) === attemptId || state.earlier?.includes(attemptId) === true;
+}
+
 /** `next` with the memory of earlier attempts (set only when there is some: most tasks have one attempt). */
 function remember<S extends AttemptState>(next: S, earlier: readonly string[] | undefined, ignored: readonly string[] | undefined): S {
   if (earlier !== undefined) next.earlier = earlier;
@@ -157,7 +162,12 @@ export function evolveAttempt(state: AttemptState, event: AttemptEvent): Attempt
         state.ignored,
       );
     case 'TaskResultIgnored':
-      return { ...state, ignored: [...(state.ignored ?? []), event.data.attemptId] };
+      // Once per attempt it issued: a stream recorded before reports were ignored once may hold
+      // the same attempt ignored thousands of times, or attempts it never issued (copying the
+      // list for each made its fold quadratic).
+      return !issued(state, event.data.attemptId) || state.ignored?.includes(event.data.attemptId)
+        ? state
+        : { ...state, ignored: [...(state.ignored ?? []), event.data.attemptId] };
   }
 }
 
@@ -290,7 +300,7 @@ export function decideExpiry(state: AttemptState, now: number, seq?: number): At
  * task never issued.
  */
 function ignoreLate(state: AttemptState, attemptId: string, seq: number | undefined): AttemptEvent[] {
-  if (lastAttemptIdOf(state) !== attemptId && !state.earlier?.includes(attemptId)) throw new NotFoundError('task attempt', attemptId);
+  if (!issued(state, attemptId)) throw new NotFoundError('task attempt', attemptId);
   if (state.ignored?.includes(attemptId)) return [];
   return [{ type: 'TaskResultIgnored', data: { ...withSeq(seq), attemptId, reason: staleReason(state) } }];
 }

@@ -111,6 +111,24 @@ describe('standalone task decider', () => {
     spec.given(ignored).when({ type: 'CompleteTask', attemptId: 'b1', result: 'ok' }).then([{ type: 'TaskCompleted', data: { attemptId: 'b1', result: 'ok' } }]);
     spec.given(retried).when({ type: 'CompleteTask', attemptId: 'never-issued', result: 'x' }).thenThrows(NotFoundError, 'task attempt never-issued not found');
   });
+
+  it('folds a stream recorded before reports were ignored once (the same attempt ignored many times, attempts never issued) into one id per attempt it issued', () => {
+    const ignoredAgain = (attemptId: string): TaskEvent => ({ type: 'TaskResultIgnored', data: { attemptId, reason: 'superseded by a later attempt' } });
+    const superseded: TaskEvent[] = [
+      dispatched,
+      started(1, 'a1', 0),
+      { type: 'TaskAttemptFailed', data: { attemptId: 'a1', attempt: 1, reason: 'lease_expired', error: { message: 'l' }, retryAt: at(1100) } },
+      started(2, 'a2', 1100),
+    ];
+    const old = [...superseded, ...Array.from({ length: 1000 }, () => ignoredAgain('a1')), ...Array.from({ length: 1000 }, (_, i) => ignoredAgain(`forged-${i}`))];
+    spec
+      .given(old)
+      .when({ type: 'CompleteTask', attemptId: 'a1', result: 'late' })
+      .thenState((state, events) => {
+        expect(events).toEqual([]);
+        expect(state.status === 'exists' && state.attempt.ignored).toEqual(['a1']);
+      });
+  });
 });
 
 describe('backoffDelay', () => {
