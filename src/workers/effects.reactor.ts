@@ -495,6 +495,11 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           const { state } = await this.runner.state(streamId, workflowDecider, context);
           if (state.status === 'none') return;
           if (data.seq < state.seqBase) {
+            // Unless it was retried: it had failed, so the run that awaited it was told (or
+            // ended) before, and the continue-as-new left it (as awaitedChildren does); a replay
+            // of this effect would otherwise end what an operator started again.
+            const { state: child } = await this.runner.state(`workflow-${data.childId}`, workflowDecider, context);
+            if (child.status !== 'none' && child.retried) return;
             await this.endChildren(context, id, 'continued', [data.childId]);
             return;
           }

@@ -159,3 +159,42 @@ describe('a child workflow its failed parent awaited, once the parent is retried
     expect(ofType(await engine.history(childId), 'WorkflowTerminated').map((e) => e.data.reason)).toEqual([`its parent workflow ${parentId} was terminated`]);
   }, 60_000);
 });
+
+describe('a child workflow its parent saw fail, retried after the parent continued as new', () => {
+  let service: Service | undefined;
+  afterAll(async () => {
+    await killAllWorkers();
+    await service?.stop();
+  });
+
+  it('runs on across a replay of the effects (its parent\'s run was told of its end)', async () => {
+    service = await startService();
+    const { storeUrl, token } = service;
+    const environment = unique('child-endings-4');
+    let engine = new Engine(service, environment);
+    await startWorker({ url: service.url, token, environment });
+    const parentId = await engine.dispatch('ChildFailsThenContinue', [unique('retried-child'), unique('key'), 0]);
+    expect((await engine.waitForState(parentId)).result).toBe('second run done');
+    const childId = await engine.childOf(parentId);
+    await engine.waitForState(childId, 'FAILED');
+    // The continue-as-new found it failed: nothing to end.
+    expect(ofType(await engine.history(parentId), 'WorkflowContinuedAsNew').map((e) => e.data.awaitedChildren)).toEqual([undefined]);
+
+    // An operator fixes the charge and retries the child: it charges, and waits for its event.
+    const retried = await engine.client.request<{ retryWorkflows: { changed: number } }>(
+      'mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { changed } }',
+      { input: { appId: APP, environment, selector: { id: childId } } },
+    );
+    expect(retried.retryWorkflows.changed).toBe(1);
+    await engine.waitForHistory(childId, (h) => ofType(h, 'TaskCompleted').length > 0, 'the charge');
+
+    await killAllWorkers();
+    await service.stop();
+    forgetEffectsCheckpoint(storeUrl);
+    service = await startService({ storeUrl });
+    engine = new Engine(service, environment, token);
+    await engine.effectsCaughtUp();
+    expect(ofType(await engine.history(childId), 'WorkflowTerminated')).toEqual([]);
+    expect((await engine.workflow(childId)).state).toBe('RUNNING');
+  }, 120_000);
+});

@@ -176,6 +176,8 @@ export type WorkflowState =
        * decision that continues as new is then discarded and made again with them. Absent when none.
        */
       eventsDuringDecision?: number;
+      /** Retried at least once (`WorkflowRetried`): a parent's run may have been told of its failure. Absent otherwise. */
+      retried?: true;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -589,7 +591,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           const task = tasks.get(seq);
           if (task) tasks = tasks.set(seq, { ...task, attempt: retriedAttemptState(task.attempt) });
         }
-        return { ...state, status: 'running', needsDecision: true, decision: null, eventsDuringDecision: undefined, decisionFailures: 0, decisionRetryAt: 0, tasks };
+        return { ...state, status: 'running', needsDecision: true, decision: null, eventsDuringDecision: undefined, decisionFailures: 0, decisionRetryAt: 0, tasks, retried: true };
       }
       case 'ControlApplied':
         return { ...state, controlsApplied: (state.controlsApplied ?? ISet<number>()).add(event.data.seq) };
