@@ -178,7 +178,7 @@ describe('a child workflow its parent saw fail, retried after the parent continu
     const childId = await engine.childOf(parentId);
     await engine.waitForState(childId, 'FAILED');
     // The continue-as-new found it failed: nothing to end.
-    expect(ofType(await engine.history(parentId), 'WorkflowContinuedAsNew').map((e) => e.data.awaitedChildren)).toEqual([undefined]);
+    expect(ofType(await engine.history(parentId), 'WorkflowContinuedAsNew').map((e) => e.data.awaitedChildren)).toEqual([[]]);
 
     // An operator fixes the charge and retries the child: it charges, and waits for its event.
     const retried = await engine.client.request<{ retryWorkflows: { changed: number } }>(

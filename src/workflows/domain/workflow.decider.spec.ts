@@ -768,11 +768,17 @@ describe('workflow decider', () => {
       .given([dispatched, decisionStarted('d1'), decisionCompleted('d1'), ...started, ...resolved, decisionStarted('d2', 10)])
       .when(continueAsNew)
       .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew', data: { seqBase: 5, awaitedChildren: ['awaited-running'] } }]);
-    // None left running: no field at all.
+    // None left running: an empty list (this run's end is one that ends them), and the new run says so.
     spec
       .given([dispatched, decisionStarted('d1'), decisionCompleted('d1'), child(2, 'dispatched', false), decisionStarted('d2', 10)])
       .when(continueAsNew)
-      .thenState((_, events) => expect(events[1]).not.toHaveProperty('data.awaitedChildren'));
+      .thenState((state, events) => {
+        expect(events[1]).toMatchObject({ data: { awaitedChildren: [] } });
+        expect(state).toMatchObject({ run: 2, endedRunListsChildren: true });
+      });
+    // A continue-as-new recorded before the field existed left the old run's children running: its run does not say so.
+    const before = { type: 'WorkflowContinuedAsNew', data: { ...(dispatched.data as object), run: 2, seqBase: 5, version: null } } as WorkflowEvent;
+    expect(stateOf([dispatched, decisionStarted('d1'), decisionCompleted('d1'), ...started, before])).not.toHaveProperty('endedRunListsChildren');
   });
 
   it('discards a decision reported after its workflow was paused: nothing of it applies, and it is made again after resume', () => {

@@ -43,7 +43,7 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
     run: number;
     seqBase: number;
     version: string | null;
-    /** The children the ended run awaited (`ctx.workflow`) that still ran: ended with that run. Absent when none. */
+    /** The children the ended run awaited (`ctx.workflow`) that still ran: ended with that run. Absent from events recorded before it existed. */
     awaitedChildren?: string[];
   };
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
@@ -178,6 +178,12 @@ export type WorkflowState =
       eventsDuringDecision?: number;
       /** Retried at least once (`WorkflowRetried`): a parent's run may have been told of its failure. Absent otherwise. */
       retried?: true;
+      /**
+       * The continue-as-new that started this run listed the children the run before awaited
+       * (`awaitedChildren`): it ended them. One recorded before that field existed left them
+       * running by design, and a replay of their creation effects leaves them so. Absent otherwise.
+       */
+      endedRunListsChildren?: true;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -494,6 +500,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         run: next ? event.data.run : 1,
         runStartRevision: event.revision ?? 0n,
         seqBase: next ? event.data.seqBase : 0,
+        ...(next && event.data.awaitedChildren !== undefined ? { endedRunListsChildren: true as const } : {}),
         input: event.data.input,
         tasks: IMap(),
         timers: IMap(),
@@ -671,7 +678,7 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
       for (const keys of [state.tasks.keys(), state.timers.keys(), state.children.keys()]) for (const n of keys) if (n + 1 > seqBase) seqBase = n + 1;
       // The new run cannot await the old run's children: those still running are ended with the
       // old run (the effects reactor terminates them), as when a workflow completes without them.
-      const awaitedChildren = awaitedRunning(state);
+      const awaitedChildren = awaitedRunning(state); // written even when empty: this run's end is the one that ends them
       return [
         {
           type: 'WorkflowContinuedAsNew',
@@ -688,7 +695,7 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             run: state.run + 1,
             seqBase,
             version: state.version,
-            ...(awaitedChildren.length > 0 ? { awaitedChildren } : {}),
+            awaitedChildren,
           },
         },
       ];
