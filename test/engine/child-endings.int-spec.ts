@@ -4,7 +4,9 @@
  * once, and what it left running is left running.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { createEventStore } from '../../src/event-store/create-event-store.js';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
+import { uuidv7 } from '../../src/shared/ids.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 import { APP, Engine, ofType, unique } from './engine-helpers.js';
@@ -197,4 +199,47 @@ describe('a child workflow its parent saw fail, retried after the parent continu
     expect(ofType(await engine.history(childId), 'WorkflowTerminated')).toEqual([]);
     expect((await engine.workflow(childId)).state).toBe('RUNNING');
   }, 120_000);
+});
+
+describe('a child its parent awaited when the parent continued as new, recorded by an older version or by this one', () => {
+  let service: Service | undefined;
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  /**
+   * A parent whose first run started an awaited child and continued as new before the child was
+   * created (the effects never ran): `awaitedChildren` in the continue-as-new as this version
+   * writes it, or absent as versions before it wrote it (they left such children running).
+   */
+  async function writeParent(store: Awaited<ReturnType<typeof createEventStore>>, environment: string, awaitedChildren: string[] | undefined): Promise<{ parentId: string; childId: string }> {
+    const parentId = uuidv7();
+    const childId = uuidv7();
+    const metadata = { actor: 'test', appId: APP, environment, correlationId: uuidv7() };
+    const dispatched = { workflowId: parentId, appId: APP, environment, name: 'ChildOrContinue', tag: null, input: ['t', 300, 0], parent: null, scheduleId: null, dispatchedAt: new Date().toISOString() };
+    const continued = { ...dispatched, input: ['t', 300, 1, 'timed out'], run: 2, seqBase: 2, version: 'ChildOrContinue', ...(awaitedChildren ? { awaitedChildren } : {}) };
+    await store.append(`workflow-${parentId}`, [
+      { id: uuidv7(), type: 'WorkflowDispatched', data: dispatched, metadata },
+      { id: uuidv7(), type: 'ChildWorkflowStarted', data: { seq: 0, childId, name: 'Child', args: ['raced'], tag: 't', wait: true }, metadata },
+      { id: uuidv7(), type: 'WorkflowContinuedAsNew', data: continued, metadata },
+    ]);
+    return { parentId, childId };
+  }
+
+  it('ends it when this version recorded the continue-as-new, and leaves it running when an older one did', async () => {
+    const storeUrl = freshStoreUrl();
+    const environment = unique('continued-formats');
+    const store = await createEventStore(storeUrl);
+    const older = await writeParent(store, environment, undefined);
+    const current = await writeParent(store, environment, []);
+    await store.close();
+    // Its effects reactor starts from the log's start: each child is created by its creation effect.
+    service = await startService({ storeUrl });
+    const engine = new Engine(service, environment);
+    await engine.waitForState(current.childId, 'TERMINATED');
+    expect(ofType(await engine.history(current.childId), 'WorkflowTerminated').map((e) => e.data.reason)).toEqual([`its parent workflow ${current.parentId} continued as new without waiting for it`]);
+    await engine.effectsCaughtUp();
+    expect((await engine.workflow(older.childId)).state).toBe('RUNNING');
+    expect(ofType(await engine.history(older.childId), 'WorkflowTerminated')).toEqual([]);
+  }, 60_000);
 });
