@@ -11,14 +11,20 @@ import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 import { APP, Engine, ofType, unique } from './engine-helpers.js';
 
-/** The effects reactor starts again from the log's start (as after a crash long before its checkpoint). */
-function forgetEffectsCheckpoint(storeUrl: string): void {
-  const db = new Database(storeUrl.slice('sqlite:'.length));
+/**
+ * Stops the workers and `service`, and starts it again on its store with its effects reactor at
+ * the log's start (as after a crash long before its checkpoint): every effect is carried out again.
+ */
+async function restartFromLogStart(service: Service): Promise<Service> {
+  await killAllWorkers();
+  await service.stop();
+  const db = new Database(service.storeUrl.slice('sqlite:'.length));
   try {
     db.prepare(`DELETE FROM rm_checkpoints WHERE name = 'effects'`).run();
   } finally {
     db.close();
   }
+  return startService({ storeUrl: service.storeUrl });
 }
 
 describe('child workflows ended with their parent, across a replay of the effects', () => {
@@ -30,7 +36,7 @@ describe('child workflows ended with their parent, across a replay of the effect
 
   it('a replay ends no child its parent left running (ctx.dispatch), and ends no child twice', async () => {
     service = await startService();
-    const { storeUrl, token } = service;
+    const { token } = service;
     const environment = unique('child-endings');
     let engine = new Engine(service, environment);
     await startWorker({ url: service.url, token, environment });
@@ -55,10 +61,7 @@ describe('child workflows ended with their parent, across a replay of the effect
     await engine.waitForState(childId, 'TERMINATED');
     await engine.waitForEventType(parentId, 'ChildWorkflowFailed');
 
-    await killAllWorkers();
-    await service.stop();
-    forgetEffectsCheckpoint(storeUrl);
-    service = await startService({ storeUrl });
+    service = await restartFromLogStart(service);
     engine = new Engine(service, environment, token);
     await startWorker({ url: service.url, token, environment });
 
@@ -171,7 +174,7 @@ describe('a child workflow its parent saw fail, retried after the parent continu
 
   it('runs on across a replay of the effects (its parent\'s run was told of its end)', async () => {
     service = await startService();
-    const { storeUrl, token } = service;
+    const { token } = service;
     const environment = unique('child-endings-4');
     let engine = new Engine(service, environment);
     await startWorker({ url: service.url, token, environment });
@@ -190,10 +193,7 @@ describe('a child workflow its parent saw fail, retried after the parent continu
     expect(retried.retryWorkflows.changed).toBe(1);
     await engine.waitForHistory(childId, (h) => ofType(h, 'TaskCompleted').length > 0, 'the charge');
 
-    await killAllWorkers();
-    await service.stop();
-    forgetEffectsCheckpoint(storeUrl);
-    service = await startService({ storeUrl });
+    service = await restartFromLogStart(service);
     engine = new Engine(service, environment, token);
     await engine.effectsCaughtUp();
     expect(ofType(await engine.history(childId), 'WorkflowTerminated')).toEqual([]);
