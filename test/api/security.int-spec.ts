@@ -316,9 +316,27 @@ describe('awaitWorkflow polls per token (MAX_AWAITS_PER_TOKEN=3, every alias cou
     const running = await dispatch();
     const awaits = (id: string, count: number, waitMs: number) =>
       `{ ${Array.from({ length: count }, (_, i) => `a${i}: awaitWorkflow(appId: "demo", environment: "${scope.environment}", id: "${id}", waitMs: ${waitMs}) { state }`).join(' ')} }`;
-    const held = gql(tight, awaits(running, 3, 30_000));
+    // Every alias counts: one request of four aliases waits with three and is refused the fourth.
+    // (Another token's, so that nothing else of its own can hold a slot meanwhile.)
+    const four = await gql(tight, awaits(running, 4, 300), undefined, reader);
+    expect(four.body.errors?.map((error) => error.extensions?.code)).toEqual(['RATE_LIMITED']);
+    expect(Object.values(four.body.data ?? {}).filter((answer) => answer !== null)).toEqual([{ state: 'RUNNING' }, { state: 'RUNNING' }, { state: 'RUNNING' }]);
+    // Three waiting polls, one request each. A probe below holds a slot for its 100 ms, so one of
+    // them may arrive while it does and be refused at once: that one is sent again.
+    type Held = { settled: boolean; answer: Promise<Awaited<ReturnType<typeof gql>>> };
+    const hold = (): Held => {
+      const held: Held = { settled: false, answer: gql(tight, awaits(running, 1, 30_000)) };
+      void held.answer.finally(() => (held.settled = true)).catch(() => undefined);
+      return held;
+    };
+    const held = [hold(), hold(), hold()];
     const refused = await waitFor(
       async () => {
+        for (let i = 0; i < held.length; i++) {
+          if (!held[i].settled) continue;
+          expect((await held[i].answer).body.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED');
+          held[i] = hold();
+        }
         const response = await gql(tight, awaits(running, 1, 100));
         return response.body.errors?.[0]?.extensions?.code === 'RATE_LIMITED' ? response : undefined;
       },
@@ -332,7 +350,7 @@ describe('awaitWorkflow polls per token (MAX_AWAITS_PER_TOKEN=3, every alias cou
     expect(expectData(await gql(tight, awaits(running, 1, 0)))).toEqual({ a0: { state: 'RUNNING' } });
     // Its end answers the three that waited, and frees their slots.
     expectData(await gql(tight, `mutation($input: TerminateWorkflowsInput!) { terminateWorkflows(input: $input) { status } }`, { input: { ...scope, selector: { id: running } } }));
-    expect(expectData(await held)).toEqual({ a0: { state: 'TERMINATED' }, a1: { state: 'TERMINATED' }, a2: { state: 'TERMINATED' } });
+    for (const { answer } of held) expect(expectData(await answer)).toEqual({ a0: { state: 'TERMINATED' } });
     expect(expectData(await gql(tight, awaits(await dispatch(), 3, 100)))).toEqual({ a0: { state: 'RUNNING' }, a1: { state: 'RUNNING' }, a2: { state: 'RUNNING' } });
   });
 });
