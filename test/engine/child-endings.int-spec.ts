@@ -172,7 +172,7 @@ describe('a child workflow its parent saw fail, retried after the parent continu
     await service?.stop();
   });
 
-  it('runs on across a replay of the effects (its parent\'s run was told of its end)', async () => {
+  it('runs on across a replay of the effects (its parent\'s run was told of its end), also once it continued as new', async () => {
     service = await startService();
     const { token } = service;
     const environment = unique('child-endings-4');
@@ -192,6 +192,11 @@ describe('a child workflow its parent saw fail, retried after the parent continu
     );
     expect(retried.retryWorkflows.changed).toBe(1);
     await engine.waitForHistory(childId, (h) => ofType(h, 'TaskCompleted').length > 0, 'the charge');
+
+    // Then it continues as new: its new run keeps the mark (the replay reads the child from there).
+    expect((await engine.send({ id: childId }, 'release', 'continue as new')).changed).toBe(1);
+    await engine.waitForHistory(childId, (h) => ofType(h, 'WorkflowContinuedAsNew').length > 0 && ofType(h, 'TaskCompleted').length > 1, 'the new run\'s charge');
+    expect(ofType(await engine.history(childId), 'WorkflowContinuedAsNew').map((e) => e.data.retried)).toEqual([true]);
 
     service = await restartFromLogStart(service);
     engine = new Engine(service, environment, token);

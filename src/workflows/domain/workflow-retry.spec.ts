@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { DeciderSpecification } from '../../../test/support/decider-specification.js';
 import { ConflictError } from '../../shared/errors.js';
 import { taskDecider, TaskEvent } from '../../tasks/domain/task.decider.js';
-import { claimableTasks, decisionClaimable, WorkflowEvent, workflowDecider } from './workflow.decider.js';
+import { claimableTasks, decisionClaimable, WorkflowCommand, WorkflowEvent, workflowDecider } from './workflow.decider.js';
 import { failureCause, replayableHistory } from '../../protocol/workflow-retry.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
@@ -119,6 +119,35 @@ describe('retrying a failed workflow', () => {
     ]);
     const plain = numbered(failedHistory);
     expect(replayableHistory(plain)).toBe(plain);
+  });
+
+  it('keeps the retried mark across a continue-as-new (the new run\'s state starts at that event, and cold loads read from it)', () => {
+    const retried: WorkflowEvent[] = [
+      ...failedHistory,
+      { type: 'WorkflowRetried', data: { resetTasks: [1], retriedAt: at(10) } },
+      taskStarted(1, 'b1', 11),
+      { type: 'TaskCompleted', data: { seq: 1, attemptId: 'b1', result: 2 } },
+      decisionStarted('d4', 12),
+    ];
+    const continueAsNew = (decisionId: string, seq: number): WorkflowCommand => ({ type: 'CompleteDecision', decisionId, commands: [{ type: 'ContinueAsNew', seq, args: [], at: at(13) }], ids: {} });
+    spec
+      .given(retried)
+      .when(continueAsNew('d4', 2))
+      .thenState((state, events) => {
+        const continued = events.find((e) => e.type === 'WorkflowContinuedAsNew')!;
+        expect(continued.data).toMatchObject({ run: 2, retried: true });
+        expect(state).toMatchObject({ run: 2, retried: true });
+        // A cold load starts at the continue-as-new alone.
+        expect(workflowDecider.evolve(workflowDecider.initialState(), { ...continued, revision: 20n })).toMatchObject({ run: 2, retried: true });
+      });
+    // Never retried: no mark, on the event or the new run.
+    spec
+      .given([dispatched, decisionStarted('d1', 1)])
+      .when(continueAsNew('d1', 0))
+      .thenState((state, events) => {
+        expect(events.find((e) => e.type === 'WorkflowContinuedAsNew')!.data).not.toHaveProperty('retried');
+        expect(state).not.toHaveProperty('retried');
+      });
   });
 });
 

@@ -45,6 +45,11 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
     version: string | null;
     /** The children the ended run awaited (`ctx.workflow`) that still ran: ended with that run. Absent from events recorded before it existed. */
     awaitedChildren?: string[];
+    /**
+     * The workflow was retried (`WorkflowRetried`) in an earlier run: the new run keeps the mark,
+     * as its state starts here. Absent otherwise, and from events recorded before it existed.
+     */
+    retried?: true;
   };
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
@@ -176,7 +181,10 @@ export type WorkflowState =
        * decision that continues as new is then discarded and made again with them. Absent when none.
        */
       eventsDuringDecision?: number;
-      /** Retried at least once (`WorkflowRetried`): a parent's run may have been told of its failure. Absent otherwise. */
+      /**
+       * Retried at least once (`WorkflowRetried`), in this run or an earlier one (kept by
+       * `WorkflowContinuedAsNew`): a parent's run may have been told of its failure. Absent otherwise.
+       */
       retried?: true;
       /**
        * The continue-as-new that started this run listed the children the run before awaited
@@ -501,6 +509,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         runStartRevision: event.revision ?? 0n,
         seqBase: next ? event.data.seqBase : 0,
         ...(next && event.data.awaitedChildren !== undefined ? { endedRunListsChildren: true as const } : {}),
+        ...(next && event.data.retried ? { retried: true as const } : {}),
         input: event.data.input,
         tasks: IMap(),
         timers: IMap(),
@@ -696,6 +705,7 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             seqBase,
             version: state.version,
             awaitedChildren,
+            ...(state.retried ? { retried: true as const } : {}),
           },
         },
       ];
