@@ -496,7 +496,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           if (state.status === 'none') return;
           if (data.seq < state.seqBase) {
             // A continue-as-new recorded before it listed (and ended) the old run's children left them running.
-            if (!state.endedRunListsChildren) return;
+            if (state.childrenEndedFrom === undefined || data.seq < state.childrenEndedFrom) return;
             // Unless it was retried: it had failed, so the run that awaited it was told (or
             // ended) before, and the continue-as-new left it (as awaitedChildren does); a replay
             // of this effect would otherwise end what an operator started again.

@@ -214,37 +214,51 @@ describe('a child its parent awaited when the parent continued as new, recorded 
 
   /**
    * A parent whose first run started an awaited child and continued as new before the child was
-   * created (the effects never ran): `awaitedChildren` in the continue-as-new as this version
-   * writes it, or absent as versions before it wrote it (they left such children running).
+   * created (the effects never ran), then as many times again as `continues` has entries. Each
+   * entry is what its `WorkflowContinuedAsNew` says of the children: `awaitedChildren` as this
+   * version writes it, with or without `childrenEndedFrom` (the version before wrote no such field),
+   * or nothing as versions before both wrote it (they left such children running).
    */
-  async function writeParent(store: Awaited<ReturnType<typeof createEventStore>>, environment: string, awaitedChildren: string[] | undefined): Promise<{ parentId: string; childId: string }> {
+  async function writeParent(store: Awaited<ReturnType<typeof createEventStore>>, environment: string, continues: Array<Record<string, unknown>>): Promise<{ parentId: string; childId: string }> {
     const parentId = uuidv7();
     const childId = uuidv7();
     const metadata = { actor: 'test', appId: APP, environment, correlationId: uuidv7() };
     const dispatched = { workflowId: parentId, appId: APP, environment, name: 'ChildOrContinue', tag: null, input: ['t', 300, 0], parent: null, scheduleId: null, dispatchedAt: new Date().toISOString() };
-    const continued = { ...dispatched, input: ['t', 300, 1, 'timed out'], run: 2, seqBase: 2, version: 'ChildOrContinue', ...(awaitedChildren ? { awaitedChildren } : {}) };
     await store.append(`workflow-${parentId}`, [
       { id: uuidv7(), type: 'WorkflowDispatched', data: dispatched, metadata },
       { id: uuidv7(), type: 'ChildWorkflowStarted', data: { seq: 0, childId, name: 'Child', args: ['raced'], tag: 't', wait: true }, metadata },
-      { id: uuidv7(), type: 'WorkflowContinuedAsNew', data: continued, metadata },
+      ...continues.map((children, i) => ({
+        id: uuidv7(),
+        type: 'WorkflowContinuedAsNew',
+        data: { ...dispatched, input: ['t', 300, 1, 'timed out'], run: i + 2, seqBase: 2 * (i + 1), version: 'ChildOrContinue', ...children },
+        metadata,
+      })),
     ]);
     return { parentId, childId };
   }
 
-  it('ends it when this version recorded the continue-as-new, and leaves it running when an older one did', async () => {
+  it('ends it when this version recorded the continue-as-new, and leaves it running when an older one did, even if this one continued after it', async () => {
     const storeUrl = freshStoreUrl();
     const environment = unique('continued-formats');
     const store = await createEventStore(storeUrl);
-    const older = await writeParent(store, environment, undefined);
-    const current = await writeParent(store, environment, []);
+    const older = await writeParent(store, environment, [{}]);
+    const current = await writeParent(store, environment, [{ awaitedChildren: [], childrenEndedFrom: 0 }]);
+    // The version before this one listed the children without saying from where: taken as from the start.
+    const previous = await writeParent(store, environment, [{ awaitedChildren: [] }]);
+    // An older version's continue-as-new, then this version's: the second ended only its own run's children (from seq 2 on).
+    const olderThenCurrent = await writeParent(store, environment, [{}, { awaitedChildren: [], childrenEndedFrom: 2 }]);
     await store.close();
     // Its effects reactor starts from the log's start: each child is created by its creation effect.
     service = await startService({ storeUrl });
     const engine = new Engine(service, environment);
-    await engine.waitForState(current.childId, 'TERMINATED');
-    expect(ofType(await engine.history(current.childId), 'WorkflowTerminated').map((e) => e.data.reason)).toEqual([`its parent workflow ${current.parentId} continued as new without waiting for it`]);
+    for (const ended of [current, previous]) {
+      await engine.waitForState(ended.childId, 'TERMINATED');
+      expect(ofType(await engine.history(ended.childId), 'WorkflowTerminated').map((e) => e.data.reason)).toEqual([`its parent workflow ${ended.parentId} continued as new without waiting for it`]);
+    }
     await engine.effectsCaughtUp();
-    expect((await engine.workflow(older.childId)).state).toBe('RUNNING');
-    expect(ofType(await engine.history(older.childId), 'WorkflowTerminated')).toEqual([]);
+    for (const left of [older, olderThenCurrent]) {
+      expect((await engine.workflow(left.childId)).state).toBe('RUNNING');
+      expect(ofType(await engine.history(left.childId), 'WorkflowTerminated')).toEqual([]);
+    }
   }, 60_000);
 });

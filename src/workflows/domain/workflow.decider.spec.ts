@@ -773,12 +773,29 @@ describe('workflow decider', () => {
       .given([dispatched, decisionStarted('d1'), decisionCompleted('d1'), child(2, 'dispatched', false), decisionStarted('d2', 10)])
       .when(continueAsNew)
       .thenState((state, events) => {
-        expect(events[1]).toMatchObject({ data: { awaitedChildren: [] } });
-        expect(state).toMatchObject({ run: 2, endedRunListsChildren: true });
+        expect(events[1]).toMatchObject({ data: { awaitedChildren: [], childrenEndedFrom: 0 } });
+        expect(state).toMatchObject({ run: 2, childrenEndedFrom: 0 });
       });
     // A continue-as-new recorded before the field existed left the old run's children running: its run does not say so.
     const before = { type: 'WorkflowContinuedAsNew', data: { ...(dispatched.data as object), run: 2, seqBase: 5, version: null } } as WorkflowEvent;
-    expect(stateOf([dispatched, decisionStarted('d1'), decisionCompleted('d1'), ...started, before])).not.toHaveProperty('endedRunListsChildren');
+    const startedBefore = [dispatched, decisionStarted('d1'), decisionCompleted('d1'), ...started, before];
+    expect(stateOf(startedBefore)).not.toHaveProperty('childrenEndedFrom');
+    // The run it started lists its own children when it continues as new: ended from that run's first call on, not before.
+    spec
+      .given([...startedBefore, decisionStarted('d2', 20)])
+      .when({ type: 'CompleteDecision', decisionId: 'd2', commands: [{ type: 'ContinueAsNew', seq: 5, args: [], at: at(20) }], ids: {} })
+      .thenState((state, events) => {
+        expect(events[1]).toMatchObject({ data: { run: 3, seqBase: 6, awaitedChildren: [], childrenEndedFrom: 5 } });
+        expect(state).toMatchObject({ run: 3, childrenEndedFrom: 5 });
+      });
+    // And the runs after keep where it started; one that listed children without saying from where (the version before) is taken as from the start.
+    const listed = (childrenEndedFrom?: number) =>
+      ({ type: 'WorkflowContinuedAsNew', data: { ...(dispatched.data as object), run: 3, seqBase: 8, version: null, awaitedChildren: [] as string[], ...(childrenEndedFrom === undefined ? {} : { childrenEndedFrom }) } }) as WorkflowEvent;
+    spec
+      .given([listed(5), decisionStarted('d3', 30)])
+      .when({ type: 'CompleteDecision', decisionId: 'd3', commands: [{ type: 'ContinueAsNew', seq: 8, args: [], at: at(30) }], ids: {} })
+      .thenMatches([{ type: 'DecisionCompleted' }, { type: 'WorkflowContinuedAsNew', data: { run: 4, seqBase: 9, childrenEndedFrom: 5 } }]);
+    expect(stateOf([listed(undefined)])).toMatchObject({ childrenEndedFrom: 0 });
   });
 
   it('discards a decision reported after its workflow was paused: nothing of it applies, and it is made again after resume', () => {

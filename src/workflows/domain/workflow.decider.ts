@@ -46,6 +46,13 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
     /** The children the ended run awaited (`ctx.workflow`) that still ran: ended with that run. Absent from events recorded before it existed. */
     awaitedChildren?: string[];
     /**
+     * The first call (`seq`) of the runs whose continue-as-new listed and ended their awaited
+     * children: 0, unless an earlier continue-as-new was recorded before `awaitedChildren` existed
+     * (that version left the children of the runs it ended running). Absent from events recorded
+     * before it existed.
+     */
+    childrenEndedFrom?: number;
+    /**
      * The workflow was retried (`WorkflowRetried`) in an earlier run: the new run keeps the mark,
      * as its state starts here. Absent otherwise, and from events recorded before it existed.
      */
@@ -187,11 +194,13 @@ export type WorkflowState =
        */
       retried?: true;
       /**
-       * The continue-as-new that started this run listed the children the run before awaited
-       * (`awaitedChildren`): it ended them. One recorded before that field existed left them
-       * running by design, and a replay of their creation effects leaves them so. Absent otherwise.
+       * Awaited children of earlier runs from this call (`seq`) on were ended with their run: the
+       * continue-as-news that ended those runs listed them (`awaitedChildren`). Those of runs ended
+       * by a continue-as-new recorded before that field existed were left running by design, and a
+       * replay of their creation effects leaves them so. Absent when the continue-as-new that
+       * started this run was such an older one, and in a first run.
        */
-      endedRunListsChildren?: true;
+      childrenEndedFrom?: number;
     };
 
 export type ExistingWorkflow = Exclude<WorkflowState, { status: 'none' }>;
@@ -508,7 +517,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         run: next ? event.data.run : 1,
         runStartRevision: event.revision ?? 0n,
         seqBase: next ? event.data.seqBase : 0,
-        ...(next && event.data.awaitedChildren !== undefined ? { endedRunListsChildren: true as const } : {}),
+        // One that lists the children but not where from (the version before the field) is taken as from the start.
+        ...(next && event.data.awaitedChildren !== undefined ? { childrenEndedFrom: event.data.childrenEndedFrom ?? 0 } : {}),
         ...(next && event.data.retried ? { retried: true as const } : {}),
         input: event.data.input,
         tasks: IMap(),
@@ -705,6 +715,8 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             seqBase,
             version: state.version,
             awaitedChildren,
+            // This run's children are listed here; those of the runs before, as far as their own continue-as-news did.
+            childrenEndedFrom: state.run === 1 ? 0 : (state.childrenEndedFrom ?? state.seqBase),
             ...(state.retried ? { retried: true as const } : {}),
           },
         },
