@@ -452,7 +452,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       await Promise.all(
         childIds.slice(i, i + END_CHILDREN_BATCH).map((childId) =>
           this.runner
-            .run(`workflow-${childId}`, workflowDecider, { type: 'TerminateWorkflow', reason }, context, { eventId: () => derivedUuid(childId, 'ended with its parent') })
+            // A run that continued as new may list a child that failed before its run was told (the
+            // news reached the new run, which has no such call): the effect found it failed and left
+            // it, so a retried one is left too (else a replay would end what an operator started again).
+            .run(`workflow-${childId}`, workflowDecider, { type: 'TerminateWorkflow', reason, unlessRetried: ended === 'continued' }, context, {
+              eventId: () => derivedUuid(childId, 'ended with its parent'),
+            })
             // Not created yet: its creation (ChildWorkflowStarted's effect) finds the parent ended
             // and ends it. The stream's cached "none" is dropped: kept, it would answer NOT_FOUND to
             // commands for the child on this instance once another instance had created it.

@@ -262,3 +262,52 @@ describe('a child its parent awaited when the parent continued as new, recorded 
     }
   }, 60_000);
 });
+
+describe('a child that failed while its parent continued as new, retried since', () => {
+  let service: Service | undefined;
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  /**
+   * The child failed, and its parent continued as new before it was told (the `ResolveChild` of
+   * the child's failure reached the new run, which has no such call): the continue-as-new listed
+   * the child as still running. Its effect found it failed and changed nothing; then an operator
+   * retried the child. The effects are then carried out again from the log's start.
+   */
+  it('runs on across a replay of its parent\'s continue-as-new effect, as it did when that effect first ran', async () => {
+    const storeUrl = freshStoreUrl();
+    const environment = unique('continued-retried');
+    const store = await createEventStore(storeUrl);
+    const parentId = uuidv7();
+    const childId = uuidv7();
+    const metadata = { actor: 'test', appId: APP, environment, correlationId: uuidv7() };
+    const at = new Date().toISOString();
+    const dispatched = { workflowId: parentId, appId: APP, environment, name: 'ChildOrContinue', tag: null, input: ['t', 300, 0], parent: null, scheduleId: null, dispatchedAt: at };
+    await store.append(`workflow-${parentId}`, [
+      { id: uuidv7(), type: 'WorkflowDispatched', data: dispatched, metadata },
+      { id: uuidv7(), type: 'ChildWorkflowStarted', data: { seq: 0, childId, name: 'Child', args: ['raced'], tag: 't', wait: true }, metadata },
+    ]);
+    const child = { workflowId: childId, appId: APP, environment, name: 'Child', tag: 't', input: ['raced'], parent: { workflowId: parentId, seq: 0 }, scheduleId: null, dispatchedAt: at };
+    await store.append(`workflow-${childId}`, [
+      { id: uuidv7(), type: 'WorkflowDispatched', data: child, metadata },
+      { id: uuidv7(), type: 'WorkflowFailed', data: { error: { message: 'charge declined' } }, metadata },
+    ]);
+    await store.append(`workflow-${parentId}`, [
+      {
+        id: uuidv7(),
+        type: 'WorkflowContinuedAsNew',
+        data: { ...dispatched, input: ['t', 300, 1, 'timed out'], run: 2, seqBase: 2, version: 'ChildOrContinue', awaitedChildren: [childId], childrenEndedFrom: 0 },
+        metadata,
+      },
+    ]);
+    await store.append(`workflow-${childId}`, [{ id: uuidv7(), type: 'WorkflowRetried', data: { resetTasks: [], retriedAt: new Date().toISOString() }, metadata }]);
+    await store.close();
+
+    service = await startService({ storeUrl });
+    const engine = new Engine(service, environment);
+    await engine.effectsCaughtUp();
+    expect(ofType(await engine.history(childId), 'WorkflowTerminated')).toEqual([]);
+    expect((await engine.workflow(childId)).state).toBe('RUNNING');
+  }, 60_000);
+});

@@ -149,6 +149,14 @@ describe('retrying a failed workflow', () => {
         expect(state).not.toHaveProperty('retried');
       });
   });
+
+  it('is not ended with a parent\'s continue-as-new once retried (unlessRetried); other ends and workflows never retried are', () => {
+    const retried: WorkflowEvent[] = [...failedHistory, { type: 'WorkflowRetried', data: { resetTasks: [1], retriedAt: at(10) } }];
+    const ended = (unlessRetried?: boolean): WorkflowCommand => ({ type: 'TerminateWorkflow', reason: 'its parent continued as new', ...(unlessRetried === undefined ? {} : { unlessRetried }) });
+    spec.given(retried).when(ended(true)).then([]);
+    spec.given(retried).when(ended()).then([{ type: 'WorkflowTerminated', data: { reason: 'its parent continued as new' } }]);
+    spec.given([dispatched]).when(ended(true)).then([{ type: 'WorkflowTerminated', data: { reason: 'its parent continued as new' } }]);
+  });
 });
 
 describe('retrying a failed standalone task', () => {

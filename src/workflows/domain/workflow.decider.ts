@@ -220,7 +220,15 @@ export type WorkflowCommand =
     }
   | { type: 'PauseWorkflow' }
   | { type: 'ResumeWorkflow' }
-  | { type: 'TerminateWorkflow'; reason: string | null }
+  | {
+      type: 'TerminateWorkflow';
+      reason: string | null;
+      /**
+       * Not a workflow retried since it failed (`retried`): its parent's run that listed it as
+       * still running when it continued as new never saw it fail, and an operator started it again.
+       */
+      unlessRetried?: boolean;
+    }
   | { type: 'DeliverEvent'; name: string; data: Json[]; causeId?: string }
   | {
       type: 'StartDecision';
@@ -343,7 +351,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'ResumeWorkflow':
         return state.status === 'paused' ? [{ type: 'WorkflowResumed', data: {} }] : [];
       case 'TerminateWorkflow':
-        return final ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason } }];
+        return final || (command.unlessRetried && state.retried) ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason } }];
       case 'DeliverEvent':
         if (final || (command.causeId !== undefined && state.causes?.has(command.causeId))) return [];
         return [{ type: 'WorkflowEventReceived', data: command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId } }];
