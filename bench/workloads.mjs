@@ -4,6 +4,7 @@
 // point of view.
 import { appendFileSync } from 'node:fs';
 import { defineTask, defineWorkflow } from '../dist/src/sdk/index.js';
+import { wallNow } from './lib/clock.mjs';
 
 const obsFile = process.env.BENCH_OBS_FILE;
 let buffer = '';
@@ -18,7 +19,7 @@ if (obsFile) {
   process.on('exit', flush);
 }
 const observe = (id) => {
-  if (obsFile && id) buffer += `${id}\t${performance.timeOrigin + performance.now()}\n`;
+  if (obsFile && id) buffer += `${id}\t${wallNow()}\n`;
 };
 
 /** First no-op task: records when it starts. */

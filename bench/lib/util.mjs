@@ -3,7 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-export const now = () => performance.timeOrigin + performance.now();
+export { wallNow as now } from './clock.mjs';
 
 /** Linear-interpolated percentile (p in 0..100) of an array of numbers. */
 export function percentile(values, p) {

@@ -5,8 +5,8 @@
 // and reports when each workflow's first step started and when its result was recorded.
 import http from 'node:http';
 import { DBOS } from '@dbos-inc/dbos-sdk';
+import { wallNow as now } from '../lib/clock.mjs';
 
-const now = () => performance.timeOrigin + performance.now();
 const step1 = new Map();
 const done = new Map();
 

@@ -3,6 +3,7 @@
 // small stats server on 127.0.0.1:$STATS_PORT (when each invocation's first step started).
 import http from 'node:http';
 import http2 from 'node:http2';
+import { wallNow as now } from '../lib/clock.mjs';
 
 // The SDK uses Promise.withResolvers (Node >= 22); Node 20 needs this polyfill, before the import.
 if (typeof Promise.withResolvers !== 'function') {
@@ -18,7 +19,6 @@ if (typeof Promise.withResolvers !== 'function') {
 }
 const restate = await import('@restatedev/restate-sdk');
 
-const now = () => performance.timeOrigin + performance.now();
 const step1 = new Map();
 
 const benchTwoStep = restate.service({
