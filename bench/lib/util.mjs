@@ -3,7 +3,9 @@ import http from 'node:http';
 import net from 'node:net';
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-export { wallNow as now } from './clock.mjs';
+import { wallNow as now } from './clock.mjs';
+
+export { now };
 
 /** Linear-interpolated percentile (p in 0..100) of an array of numbers. */
 export function percentile(values, p) {
