@@ -1,10 +1,10 @@
 // Small helpers shared by the scenarios: statistics, HTTP with keep-alive, ports, timing.
 import http from 'node:http';
 import net from 'node:net';
-
-export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 import { wallNow as now } from './clock.mjs';
 
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The bench's clock (see clock.mjs): wall-clock ms, comparable between its processes. */
 export { now };
 
 /** Linear-interpolated percentile (p in 0..100) of an array of numbers. */
