@@ -14,33 +14,41 @@
 /** Largest gap, in ms, between the two monotonic readings around Date.now() for a reading to count. */
 const TIGHT_MS = 0.02;
 
-let offset = anchor();
+/**
+ * A clock over a monotonic clock (`mono`, ms) and the wall clock (`wall`, whole ms since the
+ * epoch); both are parameters so that a test can step the wall clock.
+ */
+export function wallClock(mono = () => performance.now(), wall = () => Date.now()) {
+  let offset = anchor(mono, wall);
+  return function now() {
+    const before = mono();
+    const at = wall();
+    const after = mono();
+    // A reading interrupted in between bounds nothing worth having.
+    if (after - before <= TIGHT_MS) {
+      const low = at - after;
+      const high = at - before + 1;
+      if (offset < low) offset = low;
+      else if (offset > high) offset = high;
+    }
+    return offset + after;
+  };
+}
 
-/** The offset at a tick of Date.now() (spins at most a millisecond, once). */
-function anchor() {
-  const start = Date.now();
-  let wall;
+/** The offset at a tick of the wall clock (spins at most a few milliseconds, once). */
+function anchor(mono, wall) {
+  const start = wall();
+  const giveUp = mono() + 5;
+  let at;
   let before;
   let after;
   do {
-    before = performance.now();
-    wall = Date.now();
-    after = performance.now();
-  } while (wall === start || after - before > TIGHT_MS);
-  return wall - after;
+    before = mono();
+    at = wall();
+    after = mono();
+  } while ((at === start || after - before > TIGHT_MS) && after < giveUp);
+  return at - after;
 }
 
 /** Wall-clock time in ms (epoch), to a fraction of a millisecond. */
-export function wallNow() {
-  const before = performance.now();
-  const wall = Date.now();
-  const after = performance.now();
-  // A reading interrupted in between bounds nothing worth having.
-  if (after - before <= TIGHT_MS) {
-    const low = wall - after;
-    const high = wall - before + 1;
-    if (offset < low) offset = low;
-    else if (offset > high) offset = high;
-  }
-  return offset + after;
-}
+export const wallNow = wallClock();
