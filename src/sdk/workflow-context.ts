@@ -106,8 +106,8 @@ export interface WorkflowContext {
    * result. The child exists for this workflow: when this one is terminated, or completes or
    * continues as new while the child still runs (it stopped waiting, e.g. after a `Promise.race`
    * with a timer; a new run cannot await the old run's children), the child is terminated too,
-   * and its own children the same way. A failed workflow's children go on (a retry waits on them
-   * again). Use {@link WorkflowContext.dispatch} for a workflow of its own.
+   * and its own children the same way; a child that failed and was retried since by an operator
+   * is left to run. A failed workflow's children go on (a retry waits on them again). Use {@link WorkflowContext.dispatch} for a workflow of its own.
    */
   workflow<Result = unknown>(workflow: WorkflowDefinition<any[], Result> | string, ...args: unknown[]): Promise<Result>;
   /** Waits durably: survives restarts of workers and of the service. */
