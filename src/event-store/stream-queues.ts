@@ -106,7 +106,6 @@ const MAX_BATCH = 256;
 /** A job that only reads the state (`StreamQueues.state`). */
 const INSPECT = Symbol('inspect');
 const MAX_CONFLICT_ROUNDS = 100;
-const LOAD_PAGE = 512;
 
 /**
  * The write path of every stream (DESIGN.md §2): commands to one stream wait in one queue while
@@ -314,7 +313,7 @@ export class StreamQueues {
       entry.revision = snapshot.revision;
       await this.catchUp(streamId, entry);
     } else {
-      const events = await readLatestRun(this.store, streamId, (decider as ResettableDecider<any, any, any>).resetTypes, LOAD_PAGE);
+      const events = await readLatestRun(this.store, streamId, (decider as ResettableDecider<any, any, any>).resetTypes);
       this.stats.eventsRead += events.length;
       this.fold(entry, events);
     }

@@ -502,11 +502,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           if (data.seq < state.seqBase) {
             // A continue-as-new recorded before it listed (and ended) the old run's children left them running.
             if (state.childrenEndedFrom === undefined || data.seq < state.childrenEndedFrom) return;
-            // Unless it was retried: it had failed, so the run that awaited it was told (or
-            // ended) before, and the continue-as-new left it (as awaitedChildren does); a replay
-            // of this effect would otherwise end what an operator started again.
-            const { state: child } = await this.runner.state(`workflow-${data.childId}`, workflowDecider, context);
-            if (child.status !== 'none' && child.retried) return;
+            // A retried child is left (`unlessRetried`, as for every 'continued' ending): it had
+            // failed, so the run that awaited it was told (or ended) before, and a replay of this
+            // effect would otherwise end what an operator started again.
             await this.endChildren(context, id, 'continued', [data.childId]);
             return;
           }
