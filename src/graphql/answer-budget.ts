@@ -1,4 +1,4 @@
-import { type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, Kind, type SelectionSetNode } from 'graphql';
+import { type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, Kind, type SelectionNode, type SelectionSetNode } from 'graphql';
 import { BatonError } from '../shared/errors.js';
 import { type RequestContext, currentRequestContext } from '../shared/request-context.js';
 
@@ -122,18 +122,27 @@ export function selectedFieldNames(info: GraphQLResolveInfo | undefined): Set<st
   return names;
 }
 
-/** The fields of selection sets, fragments expanded (whatever their type condition: an upper bound). */
-export function fieldsOf(sets: readonly SelectionSetNode[], fragments: Record<string, FragmentDefinitionNode>, seen = new Set<string>()): FieldNode[] {
+/**
+ * The fields of selection sets, fragments expanded (whatever their type condition: an upper bound).
+ * `keep`, when given, leaves out a selection it refuses (a field, an inline fragment or a spread).
+ */
+export function fieldsOf(
+  sets: readonly SelectionSetNode[],
+  fragments: Record<string, FragmentDefinitionNode>,
+  keep?: (selection: SelectionNode) => boolean,
+  seen = new Set<string>(),
+): FieldNode[] {
   const out: FieldNode[] = [];
   for (const set of sets) {
     for (const selection of set.selections) {
+      if (keep && !keep(selection)) continue;
       if (selection.kind === Kind.FIELD) out.push(selection);
-      else if (selection.kind === Kind.INLINE_FRAGMENT) out.push(...fieldsOf([selection.selectionSet], fragments, seen));
+      else if (selection.kind === Kind.INLINE_FRAGMENT) out.push(...fieldsOf([selection.selectionSet], fragments, keep, seen));
       else {
         const fragment = fragments[selection.name.value];
         if (!fragment || seen.has(fragment.name.value)) continue;
         seen.add(fragment.name.value);
-        out.push(...fieldsOf([fragment.selectionSet], fragments, seen));
+        out.push(...fieldsOf([fragment.selectionSet], fragments, keep, seen));
         seen.delete(fragment.name.value);
       }
     }

@@ -9,9 +9,9 @@ import {
   GraphQLSkipDirective,
   Kind,
   type OperationDefinitionNode,
-  type SelectionSetNode,
   getDirectiveValues,
 } from 'graphql';
+import { fieldsOf } from '../graphql/answer-budget.js';
 import { RateLimitedError } from '../shared/errors.js';
 
 /**
@@ -68,25 +68,8 @@ export function rootFieldCount(operation: OperationDefinitionNode, document: Doc
   const fragments: Record<string, FragmentDefinitionNode> = {};
   for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
   const walk = { conditional: false };
-  const count = countFields(operation.selectionSet, fragments, variables, walk, new Set());
+  const count = fieldsOf([operation.selectionSet], fragments, (selection) => included(selection.directives, variables, walk)).length;
   if (known === undefined) counts.set(operation, walk.conditional ? 'conditional' : count);
-  return count;
-}
-
-function countFields(set: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, variables: Record<string, unknown>, walk: { conditional: boolean }, seen: Set<string>): number {
-  let count = 0;
-  for (const selection of set.selections) {
-    if (!included(selection.directives, variables, walk)) continue;
-    if (selection.kind === Kind.FIELD) count++;
-    else if (selection.kind === Kind.INLINE_FRAGMENT) count += countFields(selection.selectionSet, fragments, variables, walk, seen);
-    else {
-      const fragment = fragments[selection.name.value];
-      if (!fragment || seen.has(fragment.name.value)) continue;
-      seen.add(fragment.name.value);
-      count += countFields(fragment.selectionSet, fragments, variables, walk, seen);
-      seen.delete(fragment.name.value);
-    }
-  }
   return count;
 }
 
