@@ -74,12 +74,12 @@ describe('durable read models', () => {
     await appendRaw(storeUrl, `workflow-${before}`, 'WorkflowFromTheFuture', { hello: 'world' });
     const after = await api.dispatchWorkflow(unique('After'));
     expect(await api.state(after)).toBe('RUNNING');
-    await waitFor(() => /skipping events of unknown type WorkflowFromTheFuture/.test(first.output()), { description: 'the warning' });
+    await first.logged(/skipping events of unknown type WorkflowFromTheFuture/);
     await first.stop();
     services.length = 0;
     const second = await startService({ storeUrl, env: { READ_MODEL_PATH: join(storeUrl.slice('sqlite:'.length), '..', 'elsewhere.db') } });
     services.push(second);
-    expect(second.output()).toMatch(/skipping events of unknown type WorkflowFromTheFuture/);
+    await second.logged(/skipping events of unknown type WorkflowFromTheFuture/);
     expect((await health(second)).status).toBe(200);
     expect(await new Client({ ...second, token: first.token } as Service, 'demo', 'dev').state(after)).toBe('RUNNING');
   });
@@ -106,7 +106,7 @@ describe('durable read models', () => {
     await waitFor(async () => (await health(service)).status === 200, { timeoutMs: 10_000, description: '/health 200 again' });
     expect(await paused).toMatchObject({ matched: 1, changed: 1 });
     expect(await api.state(id)).toBe('PAUSED');
-    expect(service.output()).toMatch(/projection subscription restarted at position \d+/);
+    await service.logged(/projection subscription restarted at position \d+/);
   });
 
   it('a cross-stream effect that hits a transient store fault is retried and applied once', async () => {
@@ -121,7 +121,7 @@ describe('durable read models', () => {
     const done = await engine.waitForState(parent);
     expect(done.result.parentGot.released).toBe(7);
     expect((await engine.history(parent)).filter((e) => e.type === 'ChildWorkflowCompleted')).toHaveLength(1);
-    expect(service.output()).toMatch(/effect of WorkflowCompleted at \d+ .* failed \(attempt 1\), retrying in \d+ ms: injected fault/);
+    await service.logged(/effect of WorkflowCompleted at \d+ .* failed \(attempt 1\), retrying in \d+ ms: injected fault/);
     expect((await health(service)).body.details.effects.retries).toBe(2);
   }, 30_000);
 });

@@ -40,7 +40,8 @@ describe('a restart with 200,000 workflows in flight', () => {
     db.close();
 
     service = await startService({ storeUrl, env: { LOG_LEVEL: 'info' }, readyTimeoutMs: 180_000 });
-    expect(service.messages()).toContain(`(${WORKFLOWS} in-flight streams rebuilt in memory)`);
+    // Logged before BATON_READY, but the logger writes asynchronously.
+    await service.logged(`(${WORKFLOWS} in-flight streams rebuilt in memory)`);
     // Every one of them has its first decision claimable in the engine's index.
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     const depth = /^baton_queue_depth\{[^}]*environment="in-flight"[^}]*name="Waiting"[^}]*\} (\d+)$/m.exec(metrics);

@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { waitFor } from './wait-for.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -21,6 +22,12 @@ export interface Service {
   output: () => string;
   /** What the service logged, one message a line (the `msg` of each JSON log line, or the raw line). */
   messages: () => string;
+  /**
+   * Waits until its output holds `pattern` and returns that output. The logger writes
+   * asynchronously: a line logged before `BATON_READY` (or before an answer) may reach the
+   * output after it.
+   */
+  logged(pattern: RegExp | string, timeoutMs?: number): Promise<string>;
   gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GqlResponse<T>>;
   /** SIGTERM and wait for the exit. */
   stop(): Promise<void>;
@@ -91,7 +98,13 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     if (child.exitCode === null && child.signalCode === null) child.kill(sig);
     await exited;
   };
-  return { url, token, storeUrl, process: child, output: () => out, messages: () => logMessages(out), gql, stop: () => signal('SIGTERM'), kill: () => signal('SIGKILL') };
+  const logged = (pattern: RegExp | string, timeoutMs = 10_000) =>
+    waitFor(() => ((typeof pattern === 'string' ? out.includes(pattern) : pattern.test(out)) ? out : null), {
+      timeoutMs,
+      intervalMs: 25,
+      description: `${pattern} in the service's output`,
+    });
+  return { url, token, storeUrl, process: child, output: () => out, messages: () => logMessages(out), logged, gql, stop: () => signal('SIGTERM'), kill: () => signal('SIGKILL') };
 }
 
 /** `baton tokens create --create` against a store (made if new); returns the token (the last line printed). */
