@@ -95,7 +95,10 @@ export interface SelectorActionResult {
   matched: number;
   /** How many of them the action changed (e.g. a workflow already paused is not paused again). */
   changed: number;
-  /** Ids of the matched workflows. */
+  /**
+   * Ids of the matched workflows, in dispatch order: the first 10,000 of them. `matched` counts
+   * them all, so `workflowIds.length < matched` means the list stopped there.
+   */
   workflowIds: string[];
 }
 

@@ -76,7 +76,10 @@ export class SelectorActionResult {
   @Field(() => Int, { description: 'How many of them the action changed (e.g. a paused workflow is not paused again).' })
   changed: number;
 
-  @Field(() => [ID], { description: 'Ids of the matched workflows.' })
+  @Field(() => [ID], {
+    description:
+      'Ids of the matched workflows, in dispatch order: the first 10,000 of them (`matched` counts them all, so fewer ids than `matched` means the list stopped there).',
+  })
   workflowIds: string[];
 }
 

@@ -341,7 +341,7 @@ describe('running and paused workflows by name (selectors)', () => {
     rows.forEach(([id, app, name, status], i) => insert.run(id, i + 1, app, name, baseName(name), status));
     return m;
   }
-  const ids = (m: WorkflowsReadModel, name: string) => m.active('a', 'e', name).map((w) => w.id);
+  const ids = (m: WorkflowsReadModel, name: string, tag: string | null = null) => m.activePage('a', 'e', name, tag, 0, 1_000, 100).map((w) => w.id);
 
   it('a name picks that name and its versions; a versioned name, that version; finished ones never', () => {
     const m = model();
@@ -351,13 +351,57 @@ describe('running and paused workflows by name (selectors)', () => {
     expect(ids(m, 'Nobody')).toEqual([]);
   });
 
-  it('finds them through the index of running and paused workflows, whatever the finished ones number', () => {
-    const m = model();
+  const plan = (m: WorkflowsReadModel, which: 'activeByName' | 'activeByTag', args: Record<string, unknown>) => {
     // The statement the selector runs (private: the plan is what this test is about).
-    const statement = (m as unknown as { stmt: { activeByName: { source: string } } }).stmt.activeByName;
+    const statement = (m as unknown as { stmt: Record<string, { source: string }> }).stmt[which];
     const rm = (m as unknown as { rm: ReadModelDb }).rm;
-    const plan = rm.db.prepare(`EXPLAIN QUERY PLAN ${statement.source}`).all('a', 'e', 'Signup', 'Signup', 'Signup', 'Signup') as Array<{ detail: string }>;
-    expect(plan.map((p) => p.detail).join(' ')).toContain('USING INDEX rm_workflows_active_base_name');
+    const params = { appId: 'a', environment: 'e', after: 0, upTo: 1_000, limit: 10, ...args };
+    return (rm.db.prepare(`EXPLAIN QUERY PLAN ${statement.source}`).all(params) as Array<{ detail: string }>).map((p) => p.detail).join(' | ');
+  };
+
+  it('reads a page from the index of running and paused workflows in dispatch order, with no sort of what the selector matches', () => {
+    const m = model();
+    for (const [name, base] of [['Signup', 'Signup'], ['A_v1', 'A']]) {
+      const detail = plan(m, 'activeByName', { name, base });
+      expect(detail).toContain('USING INDEX rm_workflows_active_name (app_id=? AND environment=? AND base_name=? AND seq>? AND seq<?)');
+      // Each range comes in seq order from the index and stops at the page (no sort after the
+      // search); only the two ranges' pages (≤ 2 × limit rows, the subqueries' scans) are sorted to merge.
+      expect(detail).not.toMatch(/SEARCH rm_workflows[^|]*\| USE TEMP B-TREE/);
+      expect(detail.match(/USE TEMP B-TREE/g) ?? []).toHaveLength(2);
+      expect(detail).toMatch(/SCAN \(subquery-1\) \| USE TEMP B-TREE FOR ORDER BY/);
+    }
+    const tagged = plan(m, 'activeByTag', { name: 'Signup', tag: 't' });
+    expect(tagged).toContain('USING INDEX rm_workflows_tag (app_id=? AND environment=? AND tag=? AND seq>? AND seq<?)');
+    expect(tagged).not.toContain('TEMP B-TREE');
+  });
+
+  it('pages in dispatch order after a sequence, up to a log position, ids only; a tag narrows', () => {
+    const { rm, model: m } = emptyModel();
+    const insert = rm.db.prepare(
+      `INSERT INTO rm_workflows (id, seq, app_id, environment, name, base_name, tag, status, input, created_at, updated_at) VALUES (?, ?, 'a', 'e', ?, ?, ?, ?, '[]', 0, 0)`,
+    );
+    // Interleaved: named A_v1 (base A) and versions of A_v1 (base A_v1), some finished, some tagged.
+    for (let seq = 1; seq <= 40; seq++) {
+      const name = seq % 2 ? 'A_v1' : 'A_v1_v2';
+      insert.run(`w${String(seq).padStart(3, '0')}`, seq, name, baseName(name), seq % 4 === 0 ? 't' : null, seq % 5 === 0 ? 'completed' : seq % 3 ? 'running' : 'paused');
+    }
+    const expected = Array.from({ length: 40 }, (_, i) => i + 1).filter((seq) => seq % 5 !== 0);
+    const walk = (tag: string | null, upTo: number, limit: number) => {
+      const seen: number[] = [];
+      for (let after = 0; ; ) {
+        const page = m.activePage('a', 'e', 'A_v1', tag, after, upTo, limit);
+        expect(page.length).toBeLessThanOrEqual(limit);
+        seen.push(...page.map((w) => w.seq));
+        expect(page.map((w) => w.id)).toEqual(page.map((w) => `w${String(w.seq).padStart(3, '0')}`));
+        if (page.length < limit) return seen;
+        after = page[page.length - 1].seq;
+      }
+    };
+    expect(walk(null, 1_000, 7)).toEqual(expected);
+    expect(walk(null, 1_000, 1)).toEqual(expected);
+    expect(walk(null, 23, 4)).toEqual(expected.filter((seq) => seq <= 23));
+    expect(walk('t', 1_000, 3)).toEqual(expected.filter((seq) => seq % 4 === 0));
+    expect(m.activePage('a', 'e', 'A_v1', null, 0, 1_000, 5)).toEqual([1, 2, 3, 4, 6].map((seq) => ({ id: `w00${seq}`, seq })));
   });
 });
 

@@ -105,6 +105,21 @@ const COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof StoredRow>;
 
 const ACTIVE = `status IN ('running', 'paused')`;
+
+/** A workflow a selector picks: its id, and its sequence (its dispatch's log position), the page's key. */
+export interface ActiveRow {
+  id: string;
+  seq: number;
+}
+
+interface ActivePageArgs {
+  appId: string;
+  environment: string;
+  name: string;
+  after: number;
+  upTo: number;
+  limit: number;
+}
 const FINAL = `('completed', 'failed', 'terminated')`;
 
 /**
@@ -200,10 +215,13 @@ export class WorkflowsReadModel implements DurableProjection {
       CREATE INDEX IF NOT EXISTS rm_workflows_name ON rm_workflows (app_id, environment, name, seq);
       CREATE INDEX IF NOT EXISTS rm_workflows_base_name ON rm_workflows (app_id, environment, base_name, seq);
       CREATE INDEX IF NOT EXISTS rm_workflows_tag ON rm_workflows (app_id, environment, tag, seq) WHERE tag IS NOT NULL;
-      -- The running and paused workflows: a start's in-flight list, and \`{ name }\` selectors. It
-      -- replaced rm_workflows_active (status only), so the rows in flight keep one such index.
+      -- The running and paused workflows: a start's in-flight list, and \`{ name }\` selectors,
+      -- which read them a page at a time in dispatch order (seq). It replaced
+      -- rm_workflows_active (status only), then rm_workflows_active_base_name (…, status), whose
+      -- selection had to be read whole and sorted, so the rows in flight keep one such index.
       DROP INDEX IF EXISTS rm_workflows_active;
-      CREATE INDEX IF NOT EXISTS rm_workflows_active_base_name ON rm_workflows (app_id, environment, base_name, status) WHERE ${ACTIVE};
+      DROP INDEX IF EXISTS rm_workflows_active_base_name;
+      CREATE INDEX IF NOT EXISTS rm_workflows_active_name ON rm_workflows (app_id, environment, base_name, seq) WHERE ${ACTIVE};
       CREATE INDEX IF NOT EXISTS rm_workflows_finished ON rm_workflows (updated_at) WHERE status IN ${FINAL};
       CREATE INDEX IF NOT EXISTS rm_workflows_created ON rm_workflows (app_id, environment, created_at);
       -- Lists read through an index whose last column is seq (list-query.ts): by state, by
@@ -262,13 +280,26 @@ export class WorkflowsReadModel implements DurableProjection {
     const db = this.rm.db;
     return {
       get: db.prepare<[string], StoredRow>('SELECT * FROM rm_workflows WHERE id = ?'),
-      // \`base_name IN (…)\` adds nothing to what matches (a row named \`N\` has the base name of
-      // \`N\`); it lets the partial index of running and paused workflows find them directly.
-      activeByName: db.prepare<[string, string, string, string, string, string], Row>(
-        `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND base_name IN (?, ?) AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
+      // A page of what a \`{ name }\` selector picks: rows named \`N\` (their base name is that of
+      // \`N\`) and rows whose base name is \`N\` (its versions), each range read in seq order from
+      // the partial index of running and paused workflows, merged, no further than the page.
+      activeByName: db.prepare<[ActivePageArgs & { base: string }], ActiveRow>(
+        `SELECT id, seq FROM (
+           SELECT id, seq FROM rm_workflows INDEXED BY rm_workflows_active_name
+           WHERE app_id = @appId AND environment = @environment AND base_name = @base AND (name = @name OR base_name = @name)
+             AND ${ACTIVE} AND seq > @after AND seq <= @upTo ORDER BY seq LIMIT @limit)
+         UNION ALL
+         SELECT id, seq FROM (
+           SELECT id, seq FROM rm_workflows INDEXED BY rm_workflows_active_name
+           WHERE @base <> @name AND app_id = @appId AND environment = @environment AND base_name = @name
+             AND ${ACTIVE} AND seq > @after AND seq <= @upTo ORDER BY seq LIMIT @limit)
+         ORDER BY seq LIMIT @limit`,
       ),
-      activeByTag: db.prepare<[string, string, string, string, string], Row>(
-        `SELECT * FROM rm_workflows WHERE app_id = ? AND environment = ? AND tag = ? AND (name = ? OR base_name = ?) AND ${ACTIVE} ORDER BY id`,
+      // A tag names one order, one customer: its index holds few rows, finished ones included.
+      activeByTag: db.prepare<[ActivePageArgs & { tag: string }], ActiveRow>(
+        `SELECT id, seq FROM rm_workflows INDEXED BY rm_workflows_tag
+         WHERE app_id = @appId AND environment = @environment AND tag = @tag AND (name = @name OR base_name = @name)
+           AND ${ACTIVE} AND seq > @after AND seq <= @upTo ORDER BY seq LIMIT @limit`,
       ),
       inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_workflows WHERE ${ACTIVE}`),
       count: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_workflows'),
@@ -300,10 +331,15 @@ export class WorkflowsReadModel implements DurableProjection {
     return row ? toView(row) : undefined;
   }
 
-  /** Not-final workflows of that name (or base name) and tag, ordered by id. */
-  active(appId: string, environment: string, name: string, tag?: string | null): WorkflowView[] {
-    const rows = tag == null ? this.stmt.activeByName.all(appId, environment, baseName(name), name, name, name) : this.stmt.activeByTag.all(appId, environment, tag, name, name);
-    return rows.map(toView);
+  /**
+   * A page of the running and paused workflows that \`{ name }\` or \`{ name, tag }\` picks: named
+   * \`name\` or versions of it, dispatched at log position \`upTo\` or before, after the one of
+   * sequence \`after\` (0 to start), in dispatch order, ids only. A selector over a million
+   * workflows is read a page at a time, each from an index range that starts at \`after\`.
+   */
+  activePage(appId: string, environment: string, name: string, tag: string | null | undefined, after: number, upTo: number, limit: number): ActiveRow[] {
+    const args: ActivePageArgs = { appId, environment, name, after, upTo, limit };
+    return tag == null ? this.stmt.activeByName.all({ ...args, base: baseName(name) }) : this.stmt.activeByTag.all({ ...args, tag });
   }
 
   /** One page of the workflows matching `filter`, in dispatch order (or newest first), after the workflow `after`. */

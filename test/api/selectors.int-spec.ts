@@ -86,6 +86,48 @@ describe('workflow selectors', () => {
       expect([...result.workflowIds].sort()).toEqual([...ids].sort());
     });
 
+    it('{ name } over several pages: every running and paused workflow once, in dispatch order', async () => {
+      // The action reads and changes 256 workflows at a time: 700 of a name and its version
+      // cross three pages, with finished ones and another name between them.
+      const name = unique('Bulk');
+      for (let i = 0; i < 700; i += 50) {
+        await Promise.all(Array.from({ length: 50 }, (_, j) => api.dispatchWorkflow((i + j) % 3 ? name : `${name}_v2`)));
+        await api.dispatchWorkflow(`${name}-other`);
+      }
+      const listed: Array<{ id: string; state: string }> = [];
+      for (let after: string | null = null; ; ) {
+        const page = await api.workflows({ name }, { first: 200, after });
+        listed.push(...page.nodes);
+        if (!page.pageInfo.hasNextPage) break;
+        after = page.pageInfo.endCursor;
+      }
+      expect(listed).toHaveLength(700);
+      const ids = listed.map((w) => w.id); // dispatch order
+      const finished = ids.filter((_, i) => i % 97 === 5);
+      const paused = ids.filter((_, i) => i % 31 === 7 && i % 97 !== 5);
+      for (const id of finished) await api.act('terminate', { id });
+      for (const id of paused) await api.act('pause', { id });
+      const active = ids.filter((id) => !finished.includes(id));
+
+      const sent = await api.act('send', { name });
+      expect(sent).toEqual({ status: 'OK', matched: active.length, changed: active.length, workflowIds: active });
+      const resumed = await api.act('resume', { name });
+      expect(resumed).toEqual({ status: 'OK', matched: active.length, changed: paused.length, workflowIds: active });
+      const last = active[active.length - 1];
+      expect((await api.history(last)).filter((e) => e.type === 'WorkflowEventReceived')).toHaveLength(1);
+
+      const [terminated] = await Promise.all([
+        api.act('terminate', { name }),
+        // Dispatched while the action runs: whether it is picked depends on which came first.
+        api.dispatchWorkflow(name),
+      ]);
+      expect(terminated.matched).toBeGreaterThanOrEqual(active.length);
+      expect(terminated.workflowIds.slice(0, active.length)).toEqual(active);
+      expect(terminated.changed).toBe(terminated.matched);
+      for (const id of [active[0], active[300], last]) expect(await api.state(id)).toBe('TERMINATED');
+      expect(await api.act('terminate', { name: `${name}-other` })).toMatchObject({ matched: 14, changed: 14 });
+    });
+
     it('selectors stay inside the environment', async () => {
       const name = unique('Order');
       const dev = await api.dispatchWorkflow(name, { tag: 't' });

@@ -35,7 +35,14 @@ export function toSelector(input: WorkflowSelectorInput | null | undefined): Api
   throw new BadUserInputError('selector', reason);
 }
 
-const BATCH = 256;
+/** Workflows a `{ name }` or `{ name, tag }` action reads and changes at a time. */
+const PAGE = 256;
+
+/**
+ * `workflowIds` lists at most this many of the matched workflows (the first, in dispatch order);
+ * `matched` counts them all, so a client tells a short list by `workflowIds.length < matched`.
+ */
+export const LISTED_IDS_CAP = 10_000;
 
 /**
  * Resolves a selector against the read model and applies one command to every workflow it
@@ -52,28 +59,21 @@ export class SelectorActions {
   ) {}
 
   /**
-   * What the selector picks once this instance's read models include the store's head, so a
-   * workflow acknowledged by any instance before this call is found.
+   * The workflow an `{ id }` selector picks, once this instance's read models include the store's
+   * head, so a workflow acknowledged by any instance before this call is found.
    */
-  async select(appId: string, environment: string, selector: ApiSelector): Promise<WorkflowView[]> {
+  async selectId(appId: string, environment: string, selector: { id: string; name?: string }): Promise<WorkflowView> {
     const at = await this.fence.upToHead();
-    if ('id' in selector) {
-      // A UUID is read in either case (RFC 9562): ids are handed out in lower case, and one kept
-      // in a column that gives it back in upper case still picks its workflow.
-      const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id.toLowerCase()) : undefined;
-      // With a name, the id must be a workflow of that name (or of that name's versions).
-      const named = !('name' in selector) || (view !== undefined && (view.name === selector.name || baseName(view.name) === selector.name));
-      if (!view || !named) {
-        this.logger.log(`selector { id: ${selector.id} } in ${appId}/${environment}: no such workflow at position ${at}`);
-        throw new NotFoundError('workflow', selector.id);
-      }
-      return [view];
+    // A UUID is read in either case (RFC 9562): ids are handed out in lower case, and one kept
+    // in a column that gives it back in upper case still picks its workflow.
+    const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id.toLowerCase()) : undefined;
+    // With a name, the id must be a workflow of that name (or of that name's versions).
+    const named = selector.name === undefined || (view !== undefined && (view.name === selector.name || baseName(view.name) === selector.name));
+    if (!view || !named) {
+      this.logger.log(`selector { id: ${selector.id} } in ${appId}/${environment}: no such workflow at position ${at}`);
+      throw new NotFoundError('workflow', selector.id);
     }
-    const matched = this.workflows.active(appId, environment, selector.name, selector.tag);
-    if (matched.length === 0) {
-      this.logger.log(`selector ${JSON.stringify(selector)} in ${appId}/${environment} matched no running or paused workflow at position ${at}`);
-    }
-    return matched;
+    return view;
   }
 
   async apply(principal: Principal, input: SelectorActionInput, command: WorkflowCommand): Promise<SelectorActionResult> {
@@ -81,30 +81,62 @@ export class SelectorActions {
     return this.applyTo(contextFor(principal, input.appId, input.environment), toSelector(input.selector), command);
   }
 
-  /** Applies `command` to what `selector` picks in the context's app and environment. */
+  /**
+   * Applies `command` to what `selector` picks in the context's app and environment. `{ name }`
+   * and `{ name, tag }` pick the running and paused workflows dispatched before the action (up
+   * to the store's head when it starts), read and changed a page at a time: the action holds
+   * one page, whatever the selector matches.
+   */
   async applyTo(
     context: CommandContext,
     selector: ApiSelector,
     command: WorkflowCommand,
     options: { eventId?: (workflowId: string) => string } = {},
   ): Promise<SelectorActionResult> {
-    const matched = await this.select(context.appId, context.environment, selector);
-    let changed = 0;
-    for (let i = 0; i < matched.length; i += BATCH) {
-      const results = await Promise.all(
-        matched.slice(i, i + BATCH).map((w) =>
-          this.runner.run(`workflow-${w.id}`, workflowDecider, command, context, {
-            eventId: options.eventId ? () => options.eventId!(w.id) : undefined,
-          }),
-        ),
-      );
-      changed += results.filter((r) => r.events.length > 0).length;
+    const { appId, environment } = context;
+    const run = (id: string) =>
+      this.runner.run(`workflow-${id}`, workflowDecider, command, context, {
+        eventId: options.eventId ? () => options.eventId!(id) : undefined,
+      });
+    if ('id' in selector) {
+      const view = await this.selectId(appId, environment, selector);
+      const result = await run(view.id);
+      return { status: SelectorActionStatus.OK, matched: 1, changed: result.events.length > 0 ? 1 : 0, workflowIds: [view.id] };
     }
+    const at = await this.fence.upToHead();
+    const picked = new PickedWorkflows();
+    for (let after = 0; ; ) {
+      const page = this.workflows.activePage(appId, environment, selector.name, selector.tag, after, Number(at), PAGE);
+      const results = await Promise.all(page.map((w) => run(w.id)));
+      picked.add(page, results.map((r) => r.events.length > 0));
+      if (page.length < PAGE) break;
+      after = page[page.length - 1].seq;
+    }
+    if (picked.matched === 0) {
+      this.logger.log(`selector ${JSON.stringify(selector)} in ${appId}/${environment} matched no running or paused workflow at position ${at}`);
+    }
+    return picked.result();
+  }
+}
+
+/** What an action did, page after page: the counts, and the first `LISTED_IDS_CAP` ids. */
+export class PickedWorkflows {
+  matched = 0;
+  changed = 0;
+  private readonly ids: string[] = [];
+
+  add(page: ReadonlyArray<{ id: string }>, changed: readonly boolean[]): void {
+    this.matched += page.length;
+    this.changed += changed.filter(Boolean).length;
+    for (const { id } of page) if (this.ids.length < LISTED_IDS_CAP) this.ids.push(id);
+  }
+
+  result(): SelectorActionResult {
     return {
-      status: matched.length > 0 ? SelectorActionStatus.OK : SelectorActionStatus.NO_MATCH,
-      matched: matched.length,
-      changed,
-      workflowIds: matched.map((w) => w.id),
+      status: this.matched > 0 ? SelectorActionStatus.OK : SelectorActionStatus.NO_MATCH,
+      matched: this.matched,
+      changed: this.changed,
+      workflowIds: this.ids,
     };
   }
 }

@@ -10,11 +10,12 @@ import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import { Requires } from '../../../tokens/roles.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
 import { failureCause, replayableHistory } from '../../../protocol/workflow-retry.js';
-import { workflowDecider } from '../../domain/workflow.decider.js';
-import { SelectorActionResult, SelectorActionStatus } from '../../workflow.types.js';
-import { WorkflowView, WorkflowsReadModel } from '../../workflows.read-model.js';
+import { WORKFLOW_RESET_TYPES, workflowDecider } from '../../domain/workflow.decider.js';
+import { readLatestRun } from '../../../event-store/read-run.js';
+import { SelectorActionResult } from '../../workflow.types.js';
+import { WorkflowsReadModel } from '../../workflows.read-model.js';
 import { SelectorActionInput } from '../selector-action.input.js';
-import { SelectorActions, toSelector } from '../selector-actions.js';
+import { PickedWorkflows, SelectorActions, toSelector } from '../selector-actions.js';
 
 @InputType({ description: 'Retry the FAILED workflows picked by `selector`: `{ id }`, or `{ name }` / `{ name, tag }` for every failed workflow of that name (and tag).' })
 export class RetryWorkflowsInput extends SelectorActionInput {}
@@ -23,6 +24,8 @@ export class RetryWorkflows {
   constructor(readonly principal: Principal, readonly input: RetryWorkflowsInput) {}
 }
 
+/** Failed workflows read a page at a time, and retried this many at once (each reads its run). */
+const PAGE = 256;
 const BATCH = 64;
 
 @CommandHandler(RetryWorkflows)
@@ -39,32 +42,24 @@ export class RetryWorkflowsHandler implements ICommandHandler<RetryWorkflows, Se
   async execute({ principal, input }: RetryWorkflows): Promise<SelectorActionResult> {
     assertScope(principal, input.appId, input.environment);
     const selector = toSelector(input.selector);
-    const matched: WorkflowView[] =
-      'id' in selector
-        ? await this.actions.select(input.appId, input.environment, selector)
-        : await this.failed(input.appId, input.environment, selector.name, selector.tag ?? null);
     const context = contextFor(principal, input.appId, input.environment);
-    let changed = 0;
-    for (let i = 0; i < matched.length; i += BATCH) {
-      const results = await Promise.all(matched.slice(i, i + BATCH).map((w) => this.retry(w.id, context)));
-      changed += results.filter(Boolean).length;
+    const picked = new PickedWorkflows();
+    if ('id' in selector) {
+      const view = await this.actions.selectId(input.appId, input.environment, selector);
+      picked.add([view], [await this.retry(view.id, context)]);
+      return picked.result();
     }
-    return {
-      status: matched.length > 0 ? SelectorActionStatus.OK : SelectorActionStatus.NO_MATCH,
-      matched: matched.length,
-      changed,
-      workflowIds: matched.map((w) => w.id),
-    };
-  }
-
-  /** Every FAILED workflow of that name (and tag), read page by page from the read model. */
-  private async failed(appId: string, environment: string, name: string, tag: string | null): Promise<WorkflowView[]> {
+    // Every FAILED workflow of that name (and tag), a page of the read model at a time: retried
+    // ones leave the list, so each page is read from the one before's cursor.
     await this.fence.upToHead();
-    const found: WorkflowView[] = [];
+    const filter = { appId: input.appId, environment: input.environment, name: selector.name, tag: selector.tag ?? null, status: 'failed' as const };
     for (let after: string | null = null; ; ) {
-      const page = this.workflows.page({ appId, environment, name, tag, status: 'failed' }, 500, after);
-      found.push(...page.nodes);
-      if (!page.pageInfo.hasNextPage) return found;
+      const page = this.workflows.page(filter, PAGE, after);
+      for (let i = 0; i < page.nodes.length; i += BATCH) {
+        const batch = page.nodes.slice(i, i + BATCH);
+        picked.add(batch, await Promise.all(batch.map((w) => this.retry(w.id, context))));
+      }
+      if (!page.pageInfo.hasNextPage) return picked.result();
       after = page.pageInfo.endCursor;
     }
   }
@@ -72,7 +67,8 @@ export class RetryWorkflowsHandler implements ICommandHandler<RetryWorkflows, Se
   /** The tasks to reset come from the history: the ones whose failure the failing decision saw. */
   private async retry(workflowId: string, context: ReturnType<typeof contextFor>): Promise<boolean> {
     const streamId = `workflow-${workflowId}`;
-    const recorded = await this.store.readStream(streamId);
+    // The run that failed is the latest (a run continues as new only while it runs).
+    const recorded = await readLatestRun(this.store, streamId, WORKFLOW_RESET_TYPES);
     if (recorded.length === 0) {
       // Listed as FAILED, but retention (on any instance) deleted its stream since, and records
       // WorkflowsExpired after: nothing to retry. Its cached state, if any, is stale.
@@ -86,7 +82,7 @@ export class RetryWorkflowsHandler implements ICommandHandler<RetryWorkflows, Se
       return result.events.length > 0;
     } catch (error) {
       // Deleted between the read above and the append (which then meets no stream at all).
-      if ((await this.store.readStream(streamId)).length > 0) throw error;
+      if ((await this.store.readStream(streamId, { maxCount: 1 })).length > 0) throw error;
       this.runner.queues.forget(streamId);
       return false;
     }
