@@ -118,8 +118,13 @@ export interface DurableProjection {
    */
   endBatch?(): void;
   abortBatch?(): void;
-  /** Ids of the streams still in flight (not final) at the checkpoint, for in-memory state to rebuild from. */
-  inFlightStreams?(): string[];
+  /**
+   * The streams still in flight (not final) at the checkpoint, for in-memory state to rebuild
+   * from, each with the revision to read it from: its current run's first (a workflow that
+   * continued as new starts over at its last `WorkflowContinuedAsNew`), so a restart's cost is
+   * the runs in flight, not every run before them.
+   */
+  inFlightStreams?(visit: (streamId: string, fromRevision: number) => void): void;
 }
 
 export const READ_MODEL_STREAMS = Symbol('baton.readModelStreams');

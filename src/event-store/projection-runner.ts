@@ -119,21 +119,25 @@ export class ProjectionRunner implements OnApplicationShutdown {
       })) ?? 0;
 
     // The rows, the in-flight list and the checkpoint are read at one point of the log.
+    // Streams read whole, and streams read from a later revision (a workflow's current run).
     const inFlight: string[] = [];
+    const runs: Array<[streamId: string, fromRevision: number]> = [];
     this.rm.db.transaction(() => {
       this.position = this.rm.checkpoint(READ_MODELS_CHECKPOINT);
       for (const loadable of loadables) loadable.load();
       // One push per stream: spreading the list into one call overflows the stack past ~130,000
       // streams, and the service could not start on a store with that many workflows in flight.
-      for (const projection of durables) for (const streamId of projection.inFlightStreams?.() ?? []) inFlight.push(streamId);
+      for (const projection of durables) {
+        projection.inFlightStreams?.((streamId, from) => (from > 0 ? runs.push([streamId, from]) : inFlight.push(streamId)));
+      }
     })();
-    await this.rebuildInMemory(inFlight, loadables);
+    const inFlightEvents = await this.rebuildInMemory(inFlight, runs, loadables);
     await new Promise<void>((resolve, reject) => {
       this.firstCaughtUp = () => {
         this.catchUpMs = Date.now() - started;
         this.catchUpReplayed = this.replayed;
         this.logger.log(
-          `read models resumed from checkpoint ${this.startedFrom} (${inFlight.length} in-flight streams rebuilt in memory); caught up ${this.replayed} events in ${this.catchUpMs} ms (${cpuMs(cpu)} ms of CPU)`,
+          `read models resumed from checkpoint ${this.startedFrom} (${inFlight.length + runs.length} in-flight streams rebuilt in memory from ${inFlightEvents} events); caught up ${this.replayed} events in ${this.catchUpMs} ms (${cpuMs(cpu)} ms of CPU)`,
         );
         this.live = true;
         for (const listener of this.liveListeners) listener();
@@ -148,10 +152,11 @@ export class ProjectionRunner implements OnApplicationShutdown {
    * checkpoint: with a store that reads in bulk, `REPLAY_STREAMS` streams a statement (one index
    * search each, their rows streamed, JSON parsed only where read); else one read a stream.
    */
-  private async rebuildInMemory(streams: string[], loadables: Loadable[]): Promise<void> {
-    if (streams.length === 0) return;
+  private async rebuildInMemory(streams: string[], runs: Array<[streamId: string, fromRevision: number]>, loadables: Loadable[]): Promise<number> {
+    let folded = 0;
     const skip = new Set<unknown>(loadables);
     const fold = (recorded: RecordedEvent) => {
+      folded++;
       const event = this.rehydrate(recorded);
       for (const handler of (event && this.memory.get(event.type)) || []) {
         if (!skip.has(handler)) this.callMemory(handler, event!);
@@ -163,13 +168,18 @@ export class ProjectionRunner implements OnApplicationShutdown {
         // Lets timers and signals through between slices.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      return;
+    } else {
+      for (const streamId of streams) await this.replayStream(streamId, 0, fold);
     }
-    for (const streamId of streams) {
-      for (const recorded of await this.store.readStream(streamId)) {
-        if (recorded.position > this.position) break;
-        fold(recorded);
-      }
+    // Workflows that continued as new: their current run only, one indexed read each.
+    for (const [streamId, from] of runs) await this.replayStream(streamId, from, fold);
+    return folded;
+  }
+
+  private async replayStream(streamId: string, fromRevision: number, fold: (recorded: RecordedEvent) => void): Promise<void> {
+    for (const recorded of await this.store.readStream(streamId, fromRevision > 0 ? { fromRevision: BigInt(fromRevision) } : undefined)) {
+      if (recorded.position > this.position) break;
+      fold(recorded);
     }
   }
 

@@ -146,8 +146,9 @@ export class TasksReadModel implements DurableProjection {
     return this.stmt.failures(appId, environment, since);
   }
 
-  inFlightStreams(): string[] {
-    return this.stmt.inFlight.all().map((r) => `task-${r.id}`);
+  /** Each pending and running task's stream (whole: a task's is short). */
+  inFlightStreams(visit: (streamId: string, fromRevision: number) => void): void {
+    for (const r of this.stmt.inFlight.iterate()) visit(`task-${r.id}`, 0);
   }
 
   /** Folds one event into the batch's copy of its row; the comments give the SQL each case stands for. */

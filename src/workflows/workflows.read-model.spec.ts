@@ -105,7 +105,7 @@ function reference(rm: ReadModelDb, stored: StoredEvent): void {
       if (data.queries) db.prepare('UPDATE rm_workflows SET queries = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(data.queries), at, id);
       return;
     case 'WorkflowContinuedAsNew':
-      db.prepare('UPDATE rm_workflows SET input = ?, queries = NULL, updated_at = ? WHERE id = ?').run(JSON.stringify(data.input), at, id);
+      db.prepare('UPDATE rm_workflows SET input = ?, queries = NULL, run_from = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(data.input), Number(stored.recorded.revision), at, id);
       return;
     case 'WorkflowPaused':
       return void status('paused');
@@ -320,6 +320,34 @@ describe('failure groups', () => {
     expect(groups[0].ids).toHaveLength(500);
     expect(groups[0].ids[0]).toBe(`f${String(QUERY_COUNT_CAP + 2).padStart(6, '0')}`);
     expect(withFailures(QUERY_COUNT_CAP).failureGroups('a', 'e', 0).map((g) => g.capped)).toEqual([false, false]);
+  });
+});
+
+describe('in-flight streams for a restart', () => {
+  it('each running or paused workflow from its current run: the revision of its last continue-as-new, else 0; finished ones not', () => {
+    const { rm, model } = emptyModel();
+    const event = (id: string, revision: number, type: string, data: unknown) =>
+      new StoredEvent({ id: `${id}-${revision}`, type, streamId: `workflow-${id}`, revision: BigInt(revision), position: BigInt(revision + 1), data, metadata: {}, recordedAt: new Date(0) });
+    const events = [
+      event('a', 0, ...dispatched('a', 'A').slice(1) as [string, unknown]),
+      event('b', 0, ...dispatched('b', 'B').slice(1) as [string, unknown]),
+      event('b', 7, 'WorkflowContinuedAsNew', { input: [1] }),
+      event('b', 12, 'WorkflowContinuedAsNew', { input: [2] }),
+      event('b', 13, 'WorkflowPaused', {}),
+      event('c', 0, ...dispatched('c', 'C').slice(1) as [string, unknown]),
+      event('c', 4, 'WorkflowContinuedAsNew', { input: [] }),
+      event('c', 9, 'WorkflowCompleted', { result: null }),
+    ];
+    rm.db.transaction(() => {
+      for (const e of events) model.project(e);
+      model.endBatch();
+    })();
+    const visited: Array<[string, number]> = [];
+    model.inFlightStreams((streamId, from) => visited.push([streamId, from]));
+    expect(visited.sort()).toEqual([
+      ['workflow-a', 0],
+      ['workflow-b', 12],
+    ]);
   });
 });
 

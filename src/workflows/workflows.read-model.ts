@@ -93,6 +93,8 @@ interface Row {
   queries: string | null;
   created_at: number;
   updated_at: number;
+  /** The revision its current run starts at (its last `WorkflowContinuedAsNew`); null: 0. */
+  run_from: number | null;
 }
 
 /** A row as stored (with the base name the selectors match on). */
@@ -101,7 +103,7 @@ type StoredRow = Row & { base_name: string };
 
 const COLUMNS = [
   'id', 'seq', 'app_id', 'environment', 'name', 'base_name', 'version', 'tag', 'status', 'input', 'output', 'error',
-  'parent_id', 'parent_seq', 'schedule_id', 'queries', 'created_at', 'updated_at',
+  'parent_id', 'parent_seq', 'schedule_id', 'queries', 'created_at', 'updated_at', 'run_from',
 ] as const satisfies ReadonlyArray<keyof StoredRow>;
 
 const ACTIVE = `status IN ('running', 'paused')`;
@@ -209,7 +211,8 @@ export class WorkflowsReadModel implements DurableProjection {
         schedule_id TEXT,
         queries     TEXT,
         created_at  INTEGER NOT NULL,
-        updated_at  INTEGER NOT NULL
+        updated_at  INTEGER NOT NULL,
+        run_from    INTEGER
       );
       CREATE INDEX IF NOT EXISTS rm_workflows_scope ON rm_workflows (app_id, environment, seq);
       CREATE INDEX IF NOT EXISTS rm_workflows_name ON rm_workflows (app_id, environment, name, seq);
@@ -238,6 +241,8 @@ export class WorkflowsReadModel implements DurableProjection {
     this.migrateActivity();
     const columns = this.rm.db.prepare<[], { name: string }>('PRAGMA table_info(rm_workflows)').all();
     if (!columns.some((c) => c.name === 'queries')) this.rm.db.exec('ALTER TABLE rm_workflows ADD COLUMN queries TEXT');
+    // Rows projected before it have none: a restart reads their whole stream, as it used to.
+    if (!columns.some((c) => c.name === 'run_from')) this.rm.db.exec('ALTER TABLE rm_workflows ADD COLUMN run_from INTEGER');
     this.stmt = this.prepare();
     this.batch = new RowBatch((id) => this.stmt.get.get(id), this.stmt.rows, (id) => this.stmt.forget.run(id));
   }
@@ -301,7 +306,7 @@ export class WorkflowsReadModel implements DurableProjection {
          WHERE app_id = @appId AND environment = @environment AND tag = @tag AND (name = @name OR base_name = @name)
            AND ${ACTIVE} AND seq > @after AND seq <= @upTo ORDER BY seq LIMIT @limit`,
       ),
-      inFlight: db.prepare<[], { id: string }>(`SELECT id FROM rm_workflows WHERE ${ACTIVE}`),
+      inFlight: db.prepare<[], { id: string; run_from: number | null }>(`SELECT id, run_from FROM rm_workflows WHERE ${ACTIVE}`),
       count: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM rm_workflows'),
       forget: db.prepare<[string]>('DELETE FROM rm_workflows WHERE id = ?'),
       rows: new RowWriter<StoredRow>(db, 'rm_workflows', 'id', COLUMNS),
@@ -368,8 +373,9 @@ export class WorkflowsReadModel implements DurableProjection {
     return this.stmt.failures(appId, environment, since);
   }
 
-  inFlightStreams(): string[] {
-    return this.stmt.inFlight.all().map((r) => `workflow-${r.id}`);
+  /** Each running and paused workflow's stream, from its current run's first revision. */
+  inFlightStreams(visit: (streamId: string, fromRevision: number) => void): void {
+    for (const r of this.stmt.inFlight.iterate()) visit(`workflow-${r.id}`, r.run_from ?? 0);
   }
 
   /** How many workflows the read model holds. */
@@ -455,6 +461,7 @@ export class WorkflowsReadModel implements DurableProjection {
           queries: null,
           created_at: at,
           updated_at: at,
+          run_from: null,
         };
         entry.dirty = true;
         this.countActivity(d.appId, d.environment, at, 'started');
@@ -475,9 +482,11 @@ export class WorkflowsReadModel implements DurableProjection {
         return;
       case 'WorkflowContinuedAsNew': {
         const input = JSON.stringify(event.data.input);
+        const revision = Number(stored.recorded.revision);
         return this.update(id, at, (row) => {
           row.input = input;
           row.queries = null;
+          row.run_from = revision;
         });
       }
       case 'WorkflowPaused':

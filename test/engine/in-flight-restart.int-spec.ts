@@ -41,7 +41,7 @@ describe('a restart with 200,000 workflows in flight', () => {
 
     service = await startService({ storeUrl, env: { LOG_LEVEL: 'info' }, readyTimeoutMs: 180_000 });
     // Logged before BATON_READY, but the logger writes asynchronously.
-    await service.logged(`(${WORKFLOWS} in-flight streams rebuilt in memory)`);
+    await service.logged(`(${WORKFLOWS} in-flight streams rebuilt in memory from ${WORKFLOWS} events)`);
     // Every one of them has its first decision claimable in the engine's index.
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     const depth = /^baton_queue_depth\{[^}]*environment="in-flight"[^}]*name="Waiting"[^}]*\} (\d+)$/m.exec(metrics);
