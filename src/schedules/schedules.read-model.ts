@@ -157,7 +157,9 @@ export class SchedulesReadModel {
         const id = streamId.slice('workflow-'.length);
         const scheduleId = this.lastDispatchOf.get(id);
         if (scheduleId === undefined) return;
-        this.lastDispatchOf.delete(id);
+        // A failed workflow may be retried (retryWorkflows): it stays the schedule's last dispatch,
+        // so that the end of its retried run wakes BUFFER_ONE again (the next firing replaces it).
+        if (type !== 'WorkflowFailed') this.lastDispatchOf.delete(id);
         this.emit({ kind: 'finished', scheduleId });
         return;
       }
@@ -166,7 +168,7 @@ export class SchedulesReadModel {
 
   /**
    * Puts back what `rm_schedules` kept of a schedule (at start, instead of a replay): the schedule
-   * itself unless it is deleted, and its last dispatch when it is still awaited or still running.
+   * itself unless it is deleted, and its last dispatch when it is still awaited, still running or failed (a retry may run it again).
    */
   restore(view: ScheduleView, awaiting: AwaitingDispatch | null, running: string | null): void {
     if (awaiting) this.awaitingDispatch.set(awaiting.dispatchId, awaiting);
@@ -369,14 +371,14 @@ export class SchedulesTable implements DurableProjection {
   /**
    * What start-up keeps in memory: every schedule that can fire, and each deleted one whose last
    * dispatch is not in the log yet (for that dispatch alone), with that last dispatch when it is
-   * still awaited or (a workflow) still running. Read through `rm_schedules_kept`, which holds no
+   * still awaited or (a workflow) still running, or failed (a retry may run it again). Read through `rm_schedules_kept`, which holds no
    * other deleted schedule: the cost follows the schedules that can fire, not all there were.
    */
   kept(): Array<{ view: ScheduleView; awaiting: AwaitingDispatch | null; running: string | null }> {
     const rows = prepareIndexed(
       this.rm,
       `SELECT s.id, s.seq, s.revision, s.state, s.created_at, s.updated_at, s.pending_dispatch,
-         coalesce(w.status IN ('completed', 'failed', 'terminated'), 0) AS finished
+         coalesce(w.status IN ('completed', 'terminated'), 0) AS finished
        FROM rm_schedules s INDEXED BY rm_schedules_kept
        LEFT JOIN rm_workflows w ON w.id = json_extract(s.state, '$.lastDispatchId') AND s.status != 'deleted'
        WHERE (s.status != 'deleted' OR s.pending_dispatch IS NOT NULL)
