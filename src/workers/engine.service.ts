@@ -639,7 +639,11 @@ export class EngineService {
           scoped(context, parsed.workflowId, { type: 'HeartbeatDecision', decisionId: attemptId, now, leaseMs }),
           context,
         );
-        return state.status !== 'none' && state.decision?.id === attemptId ? { ref, cancel: false, reason: null } : { ref, cancel: true, reason: 'decision no longer current (its lease lapsed or the workflow ended)' };
+        if (state.status === 'none') return { ref, cancel: true, reason: 'unknown workflow' };
+        // An ended workflow keeps its last decision as current (nothing clears it): it is not
+        // worth running any more, as a task of that workflow is not.
+        if (FINAL_STATUSES.has(state.status)) return { ref, cancel: true, reason: `workflow ${state.status}` };
+        return state.decision?.id === attemptId ? { ref, cancel: false, reason: null } : { ref, cancel: true, reason: 'decision no longer current (its lease lapsed or the workflow ended)' };
       }
       if (parsed?.kind === 'task') {
         const { state } = await this.write(`task-${parsed.taskId}`, taskDecider, scoped(context, parsed.taskId, { type: 'HeartbeatTask', attemptId, now, leaseMs }), context);
