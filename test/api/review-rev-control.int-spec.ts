@@ -64,7 +64,7 @@ describe('control through two instances on one store', () => {
     );
 
   it('a workflow pausing another records ControlApplied with changed 1 for the one it paused, with both reactors running', async () => {
-    const n = 30;
+    const n = 100;
     const targets = await Promise.all(Array.from({ length: n }, () => onA.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevTarget', input: [] })));
     for (const id of targets) await waitFor(async () => (await history(id)).some((e) => e.type === 'DecisionCompleted'), { timeoutMs: 15_000 });
     const pausers = await Promise.all(targets.map((id, i) => (i % 2 ? onA : onB).dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevPauser', input: [id] })));
@@ -78,7 +78,7 @@ describe('control through two instances on one store', () => {
   }, 120_000);
 
   it('a workflow sending to another delivers once, and records changed 1, with both reactors running', async () => {
-    const n = 30;
+    const n = 100;
     const targets = await Promise.all(Array.from({ length: n }, () => onA.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevTarget', input: [] })));
     for (const id of targets) await waitFor(async () => (await history(id)).some((e) => e.type === 'DecisionCompleted'), { timeoutMs: 15_000 });
     const senders = await Promise.all(targets.map((id, i) => (i % 2 ? onA : onB).dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevSender', input: [id, `v${i}`] })));
