@@ -3,7 +3,7 @@
  * effects reactors running (a workflow's ctx.select(...) actions) and the worker on one of them.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Client, Worker, defineWorkflow } from '../../src/sdk/index.js';
+import { Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { quietLogger } from '../support/in-process-worker.js';
 import { HEARTBEAT, poll } from './security-helpers.js';
@@ -29,6 +29,18 @@ const sender = defineWorkflow('RevSender', async (ctx, id: string, value: string
   return id;
 });
 
+const failedOnce = new Set<string>();
+const failsFirst = defineTask(
+  'revFailsFirst2',
+  (ctx) => {
+    if (failedOnce.has(ctx.workflowId!)) return 'second attempt';
+    failedOnce.add(ctx.workflowId!);
+    throw new Error('first attempt fails');
+  },
+  { retry: { maxAttempts: 1 } },
+);
+const failer = defineWorkflow('RevFailer', async (ctx) => ctx.run(failsFirst));
+
 describe('control through two instances on one store', () => {
   let a: Service;
   let b: Service;
@@ -43,7 +55,7 @@ describe('control through two instances on one store', () => {
     b = await startService({ storeUrl });
     onA = new Client({ url: a.url, token: a.token });
     onB = new Client({ url: b.url, token: a.token });
-    worker = new Worker({ logger: quietLogger, url: a.url, token: a.token, appId: APP, environment: ENV, workflows: [target, pauser, sender] });
+    worker = new Worker({ logger: quietLogger, url: a.url, token: a.token, appId: APP, environment: ENV, tasks: [failsFirst], workflows: [target, pauser, sender, failer] });
     running = worker.run();
   }, 60_000);
 
@@ -126,5 +138,14 @@ describe('control through two instances on one store', () => {
     const answer = await a.gql(HEARTBEAT, { input: { ...scope, workerId: 'hostile-test', attempts: [{ ref: decision.ref, attemptId: decision.decisionId }] } });
     expect(answer.body.errors).toBeUndefined();
     expect(answer.body.data.heartbeat).toEqual([{ ref: decision.ref, cancel: true, reason: expect.stringMatching(/terminated|ended/) }]);
+  });
+
+  it('a workflow retried through B runs again on the worker polling A', async () => {
+    for (let i = 0; i < 5; i++) {
+      const id = await onA.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevFailer', input: [] });
+      await waitFor(async () => (await onB.workflow(APP, ENV, id))?.state === 'FAILED', { timeoutMs: 15_000, description: 'the first run to fail' });
+      expect(await onB.request('mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { matched changed } }', { input: { appId: APP, environment: ENV, selector: { id } } })).toEqual({ retryWorkflows: { matched: 1, changed: 1 } });
+      expect({ i, done: await onA.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 }) }).toMatchObject({ i, done: { state: 'COMPLETED', output: '"second attempt"' } });
+    }
   });
 });
