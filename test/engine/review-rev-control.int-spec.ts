@@ -77,12 +77,21 @@ const looper = defineWorkflow('RevLooper', async (ctx, n: number, seen: unknown[
   return ctx.continueAsNew(n, all);
 });
 
+/** In one decision: pause the target, send it an event, resume it. */
+const pauseSendResume = defineWorkflow('RevPauseSendResume', async (ctx, id: string) => {
+  ctx.select({ id }).pause();
+  ctx.select({ id }).send('item', 'while paused');
+  ctx.select({ id }).resume();
+  await ctx.sleep(1);
+  return 'done';
+});
+
 let client: Client;
 let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   ({ client, stop } = await startInProcessWorker(
-    { appId: APP, environment: ENV, tasks: [flaky, echo], workflows: [waitOrTimeout, retryingTask, heldStep, waitChild, parentOfChild, looper], heartbeatIntervalMs: 200 },
+    { appId: APP, environment: ENV, tasks: [flaky, echo], workflows: [waitOrTimeout, retryingTask, heldStep, waitChild, parentOfChild, looper, pauseSendResume], heartbeatIntervalMs: 200 },
     { env: { LEASE_MS: '4000' } },
   ));
 });
@@ -225,5 +234,25 @@ describe('continue-as-new and pause', () => {
     await resume({ id });
     const done = await ended(id);
     expect(JSON.parse(done!.output!)).toEqual([1, 2, 3, 4]);
+  });
+});
+
+describe('pause, send and resume in one decision of another workflow', () => {
+  it('are applied in call order: the target is paused, gets the event, is resumed, and takes it', async () => {
+    const target = await dispatch('RevLooper', [2, []]);
+    await waitForType(target, 'DecisionCompleted');
+    const source = await dispatch('RevPauseSendResume', [target]);
+    expect(await ended(source)).toMatchObject({ state: 'COMPLETED' });
+    await waitFor(async () => (await history(source)).filter((e) => e.type === 'ControlApplied').length === 3, { timeoutMs: 10_000, description: 'three ControlApplied' });
+    const applied = (await history(source)).filter((e) => e.type === 'ControlApplied').map((e) => e.data);
+    expect(applied).toEqual([
+      { seq: 0, matched: 1, changed: 1 },
+      { seq: 1, matched: 1, changed: 1 },
+      { seq: 2, matched: 1, changed: 1 },
+    ]);
+    const order = (await types(target)).filter((t) => ['WorkflowPaused', 'WorkflowEventReceived', 'WorkflowResumed'].includes(t));
+    expect(order).toEqual(['WorkflowPaused', 'WorkflowEventReceived', 'WorkflowResumed']);
+    await send({ id: target }, 'item', 'after');
+    expect(JSON.parse((await ended(target))!.output!)).toEqual(['while paused', 'after']);
   });
 });
