@@ -550,11 +550,11 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
         const causeId = derivedUuid(id, String(data.seq), 'control');
         const command: WorkflowCommand =
           data.action === 'pause'
-            ? { type: 'PauseWorkflow' }
+            ? { type: 'PauseWorkflow', causeId }
             : data.action === 'resume'
-              ? { type: 'ResumeWorkflow' }
+              ? { type: 'ResumeWorkflow', causeId }
               : data.action === 'terminate'
-                ? { type: 'TerminateWorkflow', reason: `requested by workflow ${id}` }
+                ? { type: 'TerminateWorkflow', reason: `requested by workflow ${id}`, causeId }
                 : { type: 'DeliverEvent', name: data.event?.name ?? '', data: data.event?.data ?? [], causeId };
         const result = await this.selectors
           .applyTo(context, data.selector, command, { eventId: (target) => derivedUuid(id, String(data.seq), target) })

@@ -94,21 +94,24 @@ export class SelectorActions {
     options: { eventId?: (workflowId: string) => string } = {},
   ): Promise<SelectorActionResult> {
     const { appId, environment } = context;
-    const run = (id: string) =>
-      this.runner.run(`workflow-${id}`, workflowDecider, command, context, {
+    // An effect of a workflow's `select()` is carried out by every instance's reactor, and again
+    // until its outcome is recorded: a target already changed by this cause was changed by it.
+    const causeId = 'causeId' in command ? command.causeId : undefined;
+    const run = async (id: string) => {
+      const result = await this.runner.run(`workflow-${id}`, workflowDecider, command, context, {
         eventId: options.eventId ? () => options.eventId!(id) : undefined,
       });
+      return result.events.length > 0 || (causeId !== undefined && result.state.status !== 'none' && result.state.causes?.has(causeId) === true);
+    };
     if ('id' in selector) {
       const view = await this.selectId(appId, environment, selector);
-      const result = await run(view.id);
-      return { status: SelectorActionStatus.OK, matched: 1, changed: result.events.length > 0 ? 1 : 0, workflowIds: [view.id] };
+      return { status: SelectorActionStatus.OK, matched: 1, changed: (await run(view.id)) ? 1 : 0, workflowIds: [view.id] };
     }
     const at = await this.fence.upToHead();
     const picked = new PickedWorkflows();
     for (let after = 0; ; ) {
       const page = this.workflows.activePage(appId, environment, selector.name, selector.tag, after, Number(at), PAGE);
-      const results = await Promise.all(page.map((w) => run(w.id)));
-      picked.add(page, results.map((r) => r.events.length > 0));
+      picked.add(page, await Promise.all(page.map((w) => run(w.id))));
       if (page.length < PAGE) break;
       after = page[page.length - 1].seq;
     }

@@ -1,4 +1,4 @@
-import { Map as IMap, Set as ISet } from 'immutable';
+import { Map as IMap, OrderedSet as IOrderedSet, Set as ISet } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
@@ -57,6 +57,13 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
      * as its state starts here. Absent otherwise, and from events recorded before it existed.
      */
     retried?: true;
+    /**
+     * The causes (\`causeId\`) of the last events the ended runs took from other workflows'
+     * sends, at most \`CARRIED_CAUSES\`, oldest first: a send carried out again after this
+     * continue-as-new (its \`ControlApplied\` not recorded yet) is still recognised. Absent when
+     * none, and from events recorded before the field existed.
+     */
+    causes?: string[];
   };
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
@@ -86,9 +93,10 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   ControlApplied: { seq: number; matched: number; changed: number };
   /** `causeId`: the effect that delivered it (a workflow's `select().send`), so a repeat is recognised. */
   WorkflowEventReceived: { name: string; data: Json[]; causeId?: string };
-  WorkflowPaused: Record<string, never>;
-  WorkflowResumed: Record<string, never>;
-  WorkflowTerminated: { reason: string | null };
+  /** `causeId`: the effect that paused it (a workflow's `select().pause()`), so a repeat is recognised. */
+  WorkflowPaused: { causeId?: string };
+  WorkflowResumed: { causeId?: string };
+  WorkflowTerminated: { reason: string | null; causeId?: string };
   WorkflowCompleted: { result: Json };
   WorkflowFailed: { error: TaskError };
   /** A failed workflow is running again; the listed tasks (whose failure failed it) run again. */
@@ -179,8 +187,8 @@ export type WorkflowState =
       timers: IMap<number, { fireAt: number; status: 'started' | 'fired' | 'canceled' }>;
       /** `wait`: started by `ctx.workflow` (the code awaits it), not `ctx.dispatch`; such a child is terminated when this workflow is terminated or completes while it runs. */
       children: IMap<number, { childId: string; status: 'started' | 'completed' | 'failed'; wait?: boolean }>;
-      /** Causes of cross-stream effects already applied here (see DeliverEvent's `causeId`). */
-      causes?: ISet<string>;
+      /** Causes of cross-stream effects already applied here (see DeliverEvent's `causeId`), in the order they came. */
+      causes?: IOrderedSet<string>;
       /** Sequence numbers of `ControlRequested`s whose `ControlApplied` is recorded. */
       controlsApplied?: ISet<number>;
       /**
@@ -218,11 +226,12 @@ export type WorkflowCommand =
       scheduleId?: string | null;
       now: number;
     }
-  | { type: 'PauseWorkflow' }
-  | { type: 'ResumeWorkflow' }
+  | { type: 'PauseWorkflow'; causeId?: string }
+  | { type: 'ResumeWorkflow'; causeId?: string }
   | {
       type: 'TerminateWorkflow';
       reason: string | null;
+      causeId?: string;
       /**
        * Not a workflow retried since it failed (`retried`): its parent's run that listed it as
        * still running when it continued as new never saw it fail, and an operator started it again.
@@ -345,15 +354,18 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
     if (state.status === 'none') throw new NotFoundError('workflow', 'in this stream');
     const final = FINAL_STATUSES.has(state.status);
 
+    // An effect of another workflow's `select()` already applied here (by this instance or another).
+    if ('causeId' in command && command.causeId !== undefined && state.causes?.has(command.causeId)) return [];
+    const caused = 'causeId' in command && command.causeId !== undefined ? { causeId: command.causeId } : {};
     switch (command.type) {
       case 'PauseWorkflow':
-        return state.status === 'running' ? [{ type: 'WorkflowPaused', data: {} }] : [];
+        return state.status === 'running' ? [{ type: 'WorkflowPaused', data: caused }] : [];
       case 'ResumeWorkflow':
-        return state.status === 'paused' ? [{ type: 'WorkflowResumed', data: {} }] : [];
+        return state.status === 'paused' ? [{ type: 'WorkflowResumed', data: caused }] : [];
       case 'TerminateWorkflow':
-        return final || (command.unlessRetried && state.retried) ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason } }];
+        return final || (command.unlessRetried && state.retried) ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason, ...caused } }];
       case 'DeliverEvent':
-        if (final || (command.causeId !== undefined && state.causes?.has(command.causeId))) return [];
+        if (final) return [];
         return [{ type: 'WorkflowEventReceived', data: command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId } }];
 
       case 'StartDecision': {
@@ -528,6 +540,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         // One that lists the children but not where from (the version before the field) is taken as from the start.
         ...(next && event.data.awaitedChildren !== undefined ? { childrenEndedFrom: event.data.childrenEndedFrom ?? 0 } : {}),
         ...(next && event.data.retried ? { retried: true as const } : {}),
+        ...(next && event.data.causes?.length ? { causes: IOrderedSet(event.data.causes) } : {}),
         input: event.data.input,
         tasks: IMap(),
         timers: IMap(),
@@ -605,16 +618,14 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       }
       case 'WorkflowEventReceived': {
         const during = state.decision === null ? state.eventsDuringDecision : (state.eventsDuringDecision ?? 0) + 1;
-        return event.data.causeId === undefined
-          ? { ...state, needsDecision: true, eventsDuringDecision: during }
-          : { ...state, needsDecision: true, eventsDuringDecision: during, causes: (state.causes ?? ISet<string>()).add(event.data.causeId) };
+        return withCause({ ...state, needsDecision: true, eventsDuringDecision: during }, event.data.causeId);
       }
       case 'WorkflowPaused':
-        return { ...state, status: 'paused' };
+        return withCause({ ...state, status: 'paused' }, event.data.causeId);
       case 'WorkflowResumed':
-        return { ...state, status: 'running' };
+        return withCause({ ...state, status: 'running' }, event.data.causeId);
       case 'WorkflowTerminated':
-        return { ...state, status: 'terminated', needsDecision: false };
+        return withCause({ ...state, status: 'terminated', needsDecision: false }, event.data.causeId);
       case 'WorkflowCompleted':
         return { ...state, status: 'completed', needsDecision: false };
       case 'WorkflowFailed':
@@ -636,6 +647,14 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
     }
   },
 };
+
+/**
+ * Causes a continue-as-new carries to the next run (\`WorkflowContinuedAsNew.causes\`): a send
+ * is carried out again only until its \`ControlApplied\` is recorded (the reactor's retry, an
+ * instance that died in between, another instance's reactor a moment behind), so the newest
+ * few hundred are enough; at 36 bytes each they add at most 9 KiB to the event.
+ */
+export const CARRIED_CAUSES = 256;
 
 /** After `WorkflowContinuedAsNew` the state depends on nothing earlier: cold loads start there. */
 export const WORKFLOW_RESET_TYPES: ReadonlySet<string> = new Set(['WorkflowContinuedAsNew']);
@@ -726,11 +745,17 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             // This run's children are listed here; those of the runs before, as far as their own continue-as-news did.
             childrenEndedFrom: state.run === 1 ? 0 : (state.childrenEndedFrom ?? state.seqBase),
             ...(state.retried ? { retried: true as const } : {}),
+            ...(state.causes?.size ? { causes: state.causes.toArray().slice(-CARRIED_CAUSES) } : {}),
           },
         },
       ];
     }
   }
+}
+
+/** The state with `causeId` (an effect of another workflow's `select()`) among the causes applied. */
+function withCause(state: ExistingWorkflow, causeId: string | undefined): ExistingWorkflow {
+  return causeId === undefined ? state : { ...state, causes: (state.causes ?? IOrderedSet<string>()).add(causeId) };
 }
 
 /** The children a run awaits (`ctx.workflow`, not `ctx.dispatch`) that have not ended, by id. */

@@ -96,7 +96,7 @@ export class RetryWorkflowsResolver {
   @Requires('control')
   @Mutation(() => SelectorActionResult, {
     description:
-      'Retries FAILED workflows: each resumes from its last successful decision, not from the start (`WorkflowRetried` in its history, with the token as actor). The tasks whose failure failed it run again; results already recorded are kept. A selector by name (and tag) picks every FAILED workflow of that name; workflows in other states match but are not changed.',
+      'Retries FAILED workflows: each resumes from its last successful decision, not from the start (`WorkflowRetried` in its history, with the token as actor). The tasks whose failure failed it run again; results already recorded are kept. An `{ id }` selector matches the workflow in any state and changes it only when it is FAILED; `{ name }` and `{ name, tag }` pick only the FAILED workflows of that name (and tag).',
   })
   retryWorkflows(@CurrentPrincipal() principal: Principal, @Args('input', { description: 'Which workflows to retry (app, environment, selector).' }) input: RetryWorkflowsInput): Promise<SelectorActionResult> {
     return this.commands.execute(new RetryWorkflows(principal, input));

@@ -1,5 +1,5 @@
 /**
- * Review probes (rev-control): control actions through two instances on one store, with both
+ * Control actions through two instances on one store, with both
  * effects reactors running (a workflow's ctx.select(...) actions) and the worker on one of them.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -10,7 +10,7 @@ import { HEARTBEAT, poll } from './security-helpers.js';
 import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
-const ENV = 'rev-control-2';
+const ENV = 'control-two';
 
 const target = defineWorkflow('RevTarget', async (ctx) => {
   const got: unknown[] = [];
@@ -130,7 +130,7 @@ describe('control through two instances on one store', () => {
   });
 
   it("a decision's heartbeat after its workflow was terminated tells the worker to stop, as a task's does", async () => {
-    const scope = { appId: APP, environment: 'rev-control-raw' };
+    const scope = { appId: APP, environment: 'control-raw' };
     const id = await onA.dispatchWorkflow({ ...scope, name: 'RevRaw', input: [] });
     const [decision] = await poll(a, scope, { workflows: ['RevRaw'] });
     expect(decision).toMatchObject({ kind: 'DECISION', workflowId: id });

@@ -1,5 +1,5 @@
 /**
- * Review probes (rev-control): pause, resume, terminate and events meeting timers, task retries,
+ * Pause, resume, terminate and events meeting timers, task retries,
  * inline steps, children and continue-as-new. A real service and an in-process SDK worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -8,7 +8,7 @@ import { startInProcessWorker } from '../support/in-process-worker.js';
 import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
-const ENV = 'rev-control';
+const ENV = 'control-edges';
 
 type Gate = { open: () => void; promise: Promise<void>; entered: boolean };
 const gates = new Map<string, Gate>();

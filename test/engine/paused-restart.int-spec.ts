@@ -1,5 +1,5 @@
 /**
- * Review probe (rev-control): workflows paused across a restart of the service (SIGKILL), while
+ * Workflows paused across a restart of the service (SIGKILL), while
  * a timer of one and the retry backoff of another's task come due: the timer fires after the
  * restart though the workflow is paused, the task is not run again while paused, and both finish
  * once resumed. A real service restarted on the same store and port, an in-process SDK worker.
@@ -12,7 +12,7 @@ import { waitFor } from '../support/wait-for.js';
 import { portOf } from './engine-helpers.js';
 
 const APP = 'demo';
-const ENV = 'rev-control-restart';
+const ENV = 'paused-restart';
 
 const attempts = new Map<string, number>();
 const failsOnce = defineTask(

@@ -1,5 +1,5 @@
 /**
- * Review (rev-control): a BUFFER_ONE schedule whose last workflow failed and was retried keeps
+ * A BUFFER_ONE schedule whose last workflow failed and was retried keeps
  * its promise, "dispatch [the kept occurrence] as soon as the running workflow completes, fails
  * or is terminated" (README, Overlap), also for a workflow that runs again after retryWorkflows.
  */
@@ -10,7 +10,7 @@ import { waitFor } from '../support/wait-for.js';
 import { Schedules, unique } from './schedule-helpers.js';
 
 const APP = 'demo';
-const ENV = 'rev-control-schedules';
+const ENV = 'buffer-one-retried';
 
 /** Fails the first attempt of each workflow that calls it (one attempt in all: the workflow fails), then succeeds. */
 const failedOnce = new Set<string>();

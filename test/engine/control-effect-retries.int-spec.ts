@@ -1,5 +1,5 @@
 /**
- * Review probe (rev-control): a workflow's ctx.select(...).send(...) whose ControlApplied could not
+ * A workflow's ctx.select(...).send(...) whose ControlApplied could not
  * be recorded at once (the store did not answer: the effect is retried) while its target took the
  * event and continued as new.
  */
@@ -9,7 +9,7 @@ import { startInProcessWorker } from '../support/in-process-worker.js';
 import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
-const ENV = 'rev-control-effects';
+const ENV = 'control-effects';
 
 /** Takes `item` events one per run (continuing as new) until `stop`; answers what it took. */
 const looper = defineWorkflow('RevLoop', async (ctx, seen: unknown[]) => {
