@@ -1,0 +1,143 @@
+/**
+ * Review of the worker protocol as a buggy or hostile worker drives it over raw GraphQL: repeated
+ * reports after a lost answer, reports and heartbeats for a workflow that ended or continued as
+ * new, and decision reports the history does not allow.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Service, createTokenViaCli } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+import { Client, HistoryRow, expectData, gql, post, startServices, unique } from './api-helpers.js';
+
+const services = startServices({ main: {} });
+afterAll(() => services.stopAll());
+
+const scope = { appId: 'demo', environment: 'review-protocol' };
+const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message field } } }`;
+const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId name version decisionId attemptId } }`;
+const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
+
+interface Claimed {
+  kind: 'DECISION' | 'TASK';
+  ref: string;
+  workflowId: string;
+  decisionId: string | null;
+  attemptId: string | null;
+}
+interface Report {
+  accepted: number;
+  rejected: Array<{ ref: string; code: string; message: string; field: string | null }>;
+}
+
+let service: Service;
+let admin: Client;
+let workerToken: string;
+
+beforeAll(async () => {
+  service = await services.get('main');
+  admin = new Client(service, scope.appId, scope.environment);
+  workerToken = await createTokenViaCli(service.storeUrl, ['demo'], [], 'worker');
+  await waitFor(async () => (await post(service, '{"query":"{ viewer { role } }"}', workerToken)).body.data?.viewer?.role === 'worker', {
+    timeoutMs: 15_000,
+    intervalMs: 20,
+    description: 'the running service to accept the worker token made by the CLI',
+  });
+});
+
+async function claimDecision(workflowId: string, name: string, workerId = 'review-worker'): Promise<Claimed> {
+  return waitFor(
+    async () => {
+      const input = { ...scope, workerId, workflows: [name], tasks: [], waitMs: 1_000 };
+      const items = expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[];
+      return items.find((i) => i.kind === 'DECISION' && i.workflowId === workflowId);
+    },
+    { timeoutMs: 15_000, description: `a claimed decision of workflow ${workflowId}` },
+  );
+}
+
+async function report(decisions: Array<Record<string, unknown>>, workerId = 'review-worker'): Promise<Report> {
+  const input = { ...scope, workerId, decisions };
+  return expectData(await gql(service, REPORT, { input }, workerToken)).reportWork as Report;
+}
+
+const types = (history: HistoryRow[]) => history.map((e) => e.type);
+
+describe('a decision that continued the workflow as new', () => {
+  it('reported again (its answer was lost) is acknowledged, as any repeated report, and records nothing', async () => {
+    const name = unique('Again');
+    const id = await admin.dispatchWorkflow(name);
+    const decision = await claimDecision(id, name);
+    const commands = JSON.stringify([{ type: 'ContinueAsNew', seq: 0, args: [2], at: new Date().toISOString() }]);
+    const sent = { ref: decision.ref, decisionId: decision.decisionId, commands };
+    expect(await report([sent])).toEqual({ accepted: 1, rejected: [] });
+    const before = types(await admin.history(id));
+    expect(before).toContain('WorkflowContinuedAsNew');
+    // The worker did not get the answer and sends the same report again, within its lease.
+    expect(await report([sent])).toEqual({ accepted: 1, rejected: [] });
+    expect(types(await admin.history(id))).toEqual(before);
+  });
+
+  it("the new run's decision refusing a call numbered in an earlier run names decisions.commands, as every other refused command does", async () => {
+    const name = unique('OldSeq');
+    const id = await admin.dispatchWorkflow(name);
+    const first = await claimDecision(id, name);
+    const commands = JSON.stringify([{ type: 'ContinueAsNew', seq: 5, args: [], at: new Date().toISOString() }]);
+    expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands }])).toEqual({ accepted: 1, rejected: [] });
+    const second = await claimDecision(id, name);
+    const stale = JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: 'T', args: [] }]);
+    const answer = await report([{ ref: second.ref, decisionId: second.decisionId, commands: stale }]);
+    expect(answer).toEqual({ accepted: 0, rejected: [{ ref: second.ref, code: 'BAD_USER_INPUT', message: expect.stringMatching(/^decisions\.commands: /), field: 'decisions.commands' }] });
+    // Still current: reported correctly, the workflow completes.
+    expect(await report([{ ref: second.ref, decisionId: second.decisionId, commands: JSON.stringify([{ type: 'CompleteWorkflow', result: 1 }]) }])).toEqual({ accepted: 1, rejected: [] });
+  });
+});
+
+describe('a heartbeat for a decision whose workflow was terminated', () => {
+  it('tells the worker to stop, as it does for a task of that workflow', async () => {
+    const name = unique('HbTerm');
+    const id = await admin.dispatchWorkflow(name);
+    const decision = await claimDecision(id, name);
+    const heartbeat = async () => {
+      const input = { ...scope, workerId: 'review-worker', attempts: [{ ref: decision.ref, attemptId: decision.decisionId }] };
+      return expectData(await gql(service, HEARTBEAT, { input }, workerToken)).heartbeat as Array<{ ref: string; cancel: boolean; reason: string | null }>;
+    };
+    expect(await heartbeat()).toEqual([{ ref: decision.ref, cancel: false, reason: null }]);
+    await admin.act('terminate', { id });
+    await waitFor(async () => types(await admin.history(id)).includes('WorkflowTerminated'), { timeoutMs: 15_000, description: 'the workflow terminated' });
+    expect(await heartbeat()).toEqual([{ ref: decision.ref, cancel: true, reason: expect.stringContaining('terminated') }]);
+  });
+});
+
+describe('a decision failure for a decision that is not current', () => {
+  it('is refused (CONFLICT) like a completion under that id, not counted as recorded', async () => {
+    const name = unique('FailStale');
+    const id = await admin.dispatchWorkflow(name);
+    const decision = await claimDecision(id, name);
+    const forged = { ref: decision.ref, decisionId: '01900000-0000-7000-8000-000000000000', failureCode: 'NON_DETERMINISTIC', failureMessage: 'stale' };
+    const before = await admin.history(id);
+    const answer = await report([forged]);
+    expect(answer).toEqual({ accepted: 0, rejected: [{ ref: decision.ref, code: 'CONFLICT', message: expect.any(String), field: null }] });
+    expect(await admin.history(id)).toEqual(before);
+    // The current decision is untouched: reported, it is recorded.
+    expect(await report([{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'CompleteWorkflow', result: null }]) }])).toEqual({ accepted: 1, rejected: [] });
+  });
+});
+
+describe("a workflow's or a step's error in decision commands", () => {
+  it('is bounded like a task error (message 16,384 characters, name 256): longer is BAD_USER_INPUT on decisions.commands and records nothing', async () => {
+    const name = unique('LongError');
+    const id = await admin.dispatchWorkflow(name);
+    const decision = await claimDecision(id, name);
+    const before = await admin.history(id);
+    const bad = [
+      [{ type: 'FailWorkflow', error: { message: 'm'.repeat(16_385) } }],
+      [{ type: 'FailWorkflow', error: { message: 'm', name: 'n'.repeat(257) } }],
+      [{ type: 'RecordStep', seq: 0, name: 'step', error: { message: 'm'.repeat(16_385) } }, { type: 'CompleteWorkflow', result: null }],
+    ];
+    for (const commands of bad) {
+      const answer = await report([{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify(commands) }]);
+      expect({ type: commands[0].type, answer }).toEqual({ type: commands[0].type, answer: { accepted: 0, rejected: [expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'decisions.commands' })] } });
+      expect(await admin.history(id)).toEqual(before);
+    }
+    expect(await report([{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'FailWorkflow', error: { message: 'm'.repeat(16_384), name: 'n'.repeat(256) } }]) }])).toEqual({ accepted: 1, rejected: [] });
+  });
+});
