@@ -520,7 +520,15 @@ export class EngineService {
     for (const c of commands) {
       if (c.type === 'ScheduleTask' && eager?.serves(c.name)) eager.take({ ref: formatRef({ kind: 'workflowTask', workflowId: parsed.workflowId, seq: c.seq }), kind: 'task' });
     }
-    await completed;
+    try {
+      await completed;
+    } catch (error) {
+      // What only the history can refuse (a call numbered in an earlier run) names the field as the screen does.
+      if (error instanceof BadUserInputError && error.details.field === 'commands') {
+        throw new BadUserInputError('decisions.commands', error.message.slice('commands: '.length));
+      }
+      throw error;
+    }
   }
 
   private async reportTask(context: CommandContext, report: TaskReportInput, eager: EagerClaims | undefined, workerId: string, decided: DecidedWork[]): Promise<void> {

@@ -3,6 +3,7 @@ import { InputLimits, MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_TIMEZONE_LENGTH, check
 import type { Json } from '../event-store/event-store.port.js';
 import { PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
 import { MAX_SEQ } from '../protocol/work-refs.js';
+import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_NAME_LENGTH } from '../protocol/decision-commands.js';
 import { normalizeTimezone, validateCron } from '../schedules/domain/cron.js';
 import { toSelector } from '../workflows/commands/selector-actions.js';
 import { DECISION_COMMAND_TYPES, type DecisionCommand } from '../workflows/domain/workflow-commands.js';
@@ -121,6 +122,9 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
       const e = value as Record<string, unknown> | null | undefined;
       if (typeof e !== 'object' || e === null || Array.isArray(e) || typeof e.message !== 'string') throw bad(`${key} must be an object with a message`);
       if (e.name != null && typeof e.name !== 'string') throw bad(`${key}.name must be a string`);
+      // As a task's error (TaskErrorInput) is bounded: the longest the service records from a worker.
+      if (e.message.length > MAX_ERROR_MESSAGE_LENGTH) throw bad(`${key}.message must be at most ${MAX_ERROR_MESSAGE_LENGTH} characters`);
+      if (typeof e.name === 'string' && e.name.length > MAX_ERROR_NAME_LENGTH) throw bad(`${key}.name must be at most ${MAX_ERROR_NAME_LENGTH} characters`);
       if (e.nonRetryable != null && typeof e.nonRetryable !== 'boolean') throw bad(`${key}.nonRetryable must be a boolean`);
       if (e.retryAfterMs != null && !(typeof e.retryAfterMs === 'number' && Number.isInteger(e.retryAfterMs) && e.retryAfterMs >= 0)) throw bad(`${key}.retryAfterMs must be a whole number of milliseconds, 0 or more`);
     };

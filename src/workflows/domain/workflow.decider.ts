@@ -64,6 +64,11 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
      * none, and from events recorded before the field existed.
      */
     causes?: string[];
+    /**
+     * The decision whose commands ended the old run: a repeat of its report (a worker that lost
+     * the answer) is acknowledged in the new run too. Absent from events recorded before it existed.
+     */
+    decisionId?: string;
   };
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
@@ -418,7 +423,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         let current: WorkflowState = workflowDecider.evolve(state, completed);
         for (const c of command.commands) {
           if (FINAL_STATUSES.has((current as ExistingWorkflow).status) || current.status === 'none') break;
-          for (const event of commandEvents(c, current as ExistingWorkflow, command.ids)) {
+          for (const event of commandEvents(c, current as ExistingWorkflow, command.ids, command.decisionId)) {
             events.push(event);
             current = workflowDecider.evolve(current, event);
           }
@@ -438,7 +443,11 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       }
 
       case 'FailDecision': {
-        if (state.decision?.id !== command.decisionId) return [];
+        if (state.decision?.id !== command.decisionId) {
+          // The same report again (its answer was lost): the decision failed last, and none is in flight since.
+          if (state.decision === null && state.lastDecision?.id === command.decisionId) return [];
+          throw new ConflictError('decision is no longer current (its lease lapsed or the workflow ended)');
+        }
         const delay = Math.min(1000 * 2 ** state.decisionFailures, MAX_DECISION_RETRY_MS);
         return [
           {
@@ -531,7 +540,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         needsDecision: true,
         decision: null,
         lastDecision: null,
-        completedDecisionId: null,
+        completedDecisionId: next ? (event.data.decisionId ?? null) : null,
         decisionFailures: 0,
         decisionRetryAt: 0,
         run: next ? event.data.run : 1,
@@ -660,7 +669,8 @@ export const CARRIED_CAUSES = 256;
 export const WORKFLOW_RESET_TYPES: ReadonlySet<string> = new Set(['WorkflowContinuedAsNew']);
 Object.assign(workflowDecider, { resetTypes: WORKFLOW_RESET_TYPES });
 
-function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: Record<number, string>): WorkflowEvent[] {
+/** `decisionId`: the decision whose commands these are. */
+function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: Record<number, string>, decisionId: string): WorkflowEvent[] {
   if ('seq' in command && command.seq < state.seqBase) {
     throw new BadUserInputError('commands', `call ${command.seq} belongs to an earlier run (this run numbers its calls from ${state.seqBase})`);
   }
@@ -746,6 +756,7 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             childrenEndedFrom: state.run === 1 ? 0 : (state.childrenEndedFrom ?? state.seqBase),
             ...(state.retried ? { retried: true as const } : {}),
             ...(state.causes?.size ? { causes: state.causes.toArray().slice(-CARRIED_CAUSES) } : {}),
+            decisionId,
           },
         },
       ];
