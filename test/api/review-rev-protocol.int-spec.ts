@@ -141,3 +141,28 @@ describe("a workflow's or a step's error in decision commands", () => {
     expect(await report([{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'FailWorkflow', error: { message: 'm'.repeat(16_384), name: 'n'.repeat(256) } }]) }])).toEqual({ accepted: 1, rejected: [] });
   });
 });
+
+describe('a value at MAX_JSON_DEPTH (64) carried on by a decision', () => {
+  it("a task's result nested 64 deep is recorded; the workflow can then complete with it", async () => {
+    const name = unique('Deep');
+    const taskName = unique('DeepTask');
+    const id = await admin.dispatchWorkflow(name);
+    const first = await claimDecision(id, name);
+    expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }])).toEqual({ accepted: 1, rejected: [] });
+    const task = await waitFor(
+      async () => {
+        const input = { ...scope, workerId: 'review-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
+        return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[]).find((i) => i.kind === 'TASK' && i.workflowId === id);
+      },
+      { timeoutMs: 15_000, description: 'the task claimed' },
+    );
+    const deep = '['.repeat(64) + ']'.repeat(64);
+    const taskReport = expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'review-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, result: deep }] } }, workerToken)).reportWork as Report;
+    expect(taskReport).toEqual({ accepted: 1, rejected: [] });
+    const second = await claimDecision(id, name);
+    // What the code does with `return await ctx.task(...)`: the workflow's result is the task's.
+    const answer = await report([{ ref: second.ref, decisionId: second.decisionId, commands: `[{"type":"CompleteWorkflow","result":${deep}}]` }]);
+    expect(answer).toEqual({ accepted: 1, rejected: [] });
+    expect(types(await admin.history(id)).at(-1)).toBe('WorkflowCompleted');
+  });
+});
