@@ -1,5 +1,5 @@
 import { BadUserInputError, BatonError } from '../shared/errors.js';
-import { InputLimits, MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_TIMEZONE_LENGTH, checkJsonValue, jsonTextDepth, parseLimitedJson } from '../shared/limits.js';
+import { InputLimits, MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_TIMEZONE_LENGTH, checkJsonValue, parseLimitedJson } from '../shared/limits.js';
 import type { Json } from '../event-store/event-store.port.js';
 import { PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
 import { MAX_SEQ } from '../protocol/work-refs.js';
@@ -95,7 +95,8 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
   if (report.failureCode || report.commands == null) return undefined;
   const field = `${prefix}.commands`;
   // One decision may start many tasks: its own byte and length limits, the others as for any value.
-  const decisionLimits = { ...limits, payloadBytes: limits.decisionBytes, arrayLength: Math.max(limits.arrayLength, limits.decisionCommands) };
+  // Its depth is its values' (a result, arguments) plus the envelope: the commands array and each command.
+  const decisionLimits = { ...limits, payloadBytes: limits.decisionBytes, arrayLength: Math.max(limits.arrayLength, limits.decisionCommands), jsonDepth: limits.jsonDepth + ENVELOPE_DEPTH };
   let commands: unknown[];
   try {
     commands = parseLimitedJson(field, report.commands, decisionLimits, 'array') as unknown[];
@@ -205,7 +206,8 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
     }
     const step = stepResultRefusal(field, c, i, limits);
     if (step) throw step;
-    checkJsonValue(field, c, limits);
+    // The command object is envelope: the values it holds are measured as values (depth 0 and down).
+    checkJsonValue(field, c, limits, -1);
   });
   screenedCommands.set(carrier, shaped);
   return commands;
@@ -227,9 +229,12 @@ function stepResultRefusal(field: string, c: Record<string, unknown>, i: number,
   }
 }
 
-/** When the decision as a whole broke a JSON limit: the step whose result did, if one did. */
+/**
+ * When the decision as a whole broke a JSON limit: the step whose result did, if one did. Also
+ * when it is too deep (JSON.parse takes any depth; each result is then checked to the limit only).
+ */
 function stepAtFault(field: string, raw: string, limits: InputLimits): BadUserInputError | null {
-  if (Buffer.byteLength(raw, 'utf8') > limits.decisionBytes || jsonTextDepth(raw, limits.jsonDepth) > limits.jsonDepth) return null;
+  if (Buffer.byteLength(raw, 'utf8') > limits.decisionBytes) return null;
   let commands: unknown;
   try {
     commands = JSON.parse(raw);
@@ -245,6 +250,9 @@ function stepAtFault(field: string, raw: string, limits: InputLimits): BadUserIn
   }
   return null;
 }
+
+/** Levels of a decision's JSON that are not its values: the commands array, and each command object. */
+const ENVELOPE_DEPTH = 2;
 
 /** The commands `screenReport` parsed and checked, by the report item (or its `next`) that carried them. */
 const screenedCommands = new WeakMap<object, DecisionCommand[]>();
