@@ -166,3 +166,25 @@ describe('a value at MAX_JSON_DEPTH (64) carried on by a decision', () => {
     expect(types(await admin.history(id)).at(-1)).toBe('WorkflowCompleted');
   });
 });
+
+describe('eager claims (reportWork claim) of the tasks a decision schedules', () => {
+  it('never hand the worker a task it does not serve: a call reusing the seq of another task claims nothing, and that task is left for its own worker', async () => {
+    const name = unique('Eager');
+    const id = await admin.dispatchWorkflow(name);
+    const first = await claimDecision(id, name);
+    const fireAt = new Date(Date.now() + 300).toISOString();
+    const scheduled = JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: 'Theirs', args: ['for Theirs only'] }, { type: 'StartTimer', seq: 1, fireAt }]);
+    expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: scheduled }])).toEqual({ accepted: 1, rejected: [] });
+    // The timer fires: the next decision, by a worker that serves only the task "Mine", reports seq 0 as "Mine".
+    const second = await claimDecision(id, name);
+    const input = {
+      ...scope,
+      workerId: 'review-worker',
+      decisions: [{ ref: second.ref, decisionId: second.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: 'Mine', args: [] }]) }],
+      claim: { workflows: [], tasks: [{ name: 'Mine' }], maxItems: 5 },
+    };
+    const answer = expectData(await gql(service, `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted items { kind ref name } } }`, { input }, workerToken)).reportWork;
+    expect(answer).toEqual({ accepted: 1, items: [] });
+    expect(types(await admin.history(id))).not.toContain('TaskStarted');
+  });
+});
