@@ -371,6 +371,8 @@ export class EngineService {
           (state) => {
             inScope(state, input, ref);
             const task = state.status === 'none' ? undefined : state.tasks.get(parsed.seq);
+            // Only a task the worker serves (an eager claim names the call by its seq, which a bad decision may have reused).
+            if (task && !policies.has(task.name)) throw new ConflictError(`worker does not serve task ${task.name}`);
             const policy = policies.get(task?.name ?? '') ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
             if (task) reserve(task.args);
             return { type: 'StartTask' as const, seq: parsed.seq, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
@@ -390,6 +392,7 @@ export class EngineService {
           taskDecider,
           (state) => {
             inScope(state, input, ref);
+            if (state.status !== 'none' && !policies.has(state.name)) throw new ConflictError(`worker does not serve task ${state.name}`);
             const policy = policies.get(state.status === 'none' ? '' : state.name) ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
             if (state.status !== 'none') reserve(state.args);
             return { type: 'StartTask' as const, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
