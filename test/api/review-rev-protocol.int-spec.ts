@@ -188,3 +188,23 @@ describe('eager claims (reportWork claim) of the tasks a decision schedules', ()
     expect(types(await admin.history(id))).not.toContain('TaskStarted');
   });
 });
+
+describe('a decision reported after its workflow was paused (discarded)', () => {
+  it('reported again (its answer was lost) is acknowledged and records nothing; after resume the workflow goes on', async () => {
+    const name = unique('PausedAgain');
+    const id = await admin.dispatchWorkflow(name);
+    const decision = await claimDecision(id, name);
+    await admin.act('pause', { id });
+    await waitFor(async () => types(await admin.history(id)).includes('WorkflowPaused'), { timeoutMs: 15_000, description: 'the workflow paused' });
+    const sent = { ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'CompleteWorkflow', result: 1 }]) };
+    expect(await report([sent])).toEqual({ accepted: 1, rejected: [] });
+    const before = types(await admin.history(id));
+    expect(before.at(-1)).toBe('DecisionDiscarded');
+    expect(await report([sent])).toEqual({ accepted: 1, rejected: [] });
+    expect(types(await admin.history(id))).toEqual(before);
+    await admin.act('resume', { id });
+    const again = await claimDecision(id, name);
+    expect(await report([{ ...sent, decisionId: again.decisionId }])).toEqual({ accepted: 1, rejected: [] });
+    expect(types(await admin.history(id)).at(-1)).toBe('WorkflowCompleted');
+  });
+});
