@@ -174,7 +174,7 @@ export type WorkflowState =
       decision: { id: string; workerId: string; leaseExpiresAt: number } | null;
       /** The newest decision started, and where: a worker that holds the run up to there gets only what followed. */
       lastDecision: { id: string; workerId: string; revision: bigint; startedAt: number } | null;
-      /** The decision whose report was applied last (a repeat of that report is acknowledged, not refused). */
+      /** The decision whose report was applied (or discarded) last: a repeat of that report is acknowledged, not refused. */
       completedDecisionId: string | null;
       decisionFailures: number;
       decisionRetryAt: number;
@@ -579,8 +579,10 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           decisionRetryAt: Date.parse(event.data.retryAt),
         };
       case 'DecisionTimedOut':
-      case 'DecisionDiscarded':
         return { ...state, decision: null, eventsDuringDecision: undefined, needsDecision: true };
+      case 'DecisionDiscarded':
+        // Its report was taken (and set aside): the same report again is acknowledged, as a recorded one's is.
+        return { ...state, decision: null, eventsDuringDecision: undefined, needsDecision: true, completedDecisionId: event.data.decisionId };
       case 'DecisionLeaseExtended':
         return state.decision?.id === event.data.decisionId ? { ...state, decision: { ...state.decision, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) } } : state;
       case 'TaskScheduled':
