@@ -42,3 +42,15 @@ describe('values at MAX_JSON_DEPTH inside decision commands', () => {
     expect(rejected).toEqual([expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'decisions.commands', message: expect.stringContaining('(RecordStep): the result of step #7 ') })]);
   });
 });
+
+describe('event data at MAX_JSON_DEPTH inside decision commands', () => {
+  const at = '2030-01-01T00:00:00.000Z';
+  it('an event sendEventToWorkflows took (data nested 64 deep) can be carried into the next run, or sent on to other workflows', () => {
+    expect(screen([{ type: 'ContinueAsNew', seq: 0, args: [], at, events: [{ name: 'E', data: nested(DEPTH) }] }])).toEqual({ kept: 1, rejected: [] });
+    expect(screen([{ type: 'ControlWorkflows', seq: 0, selector: { name: 'Other' }, action: 'send', event: { name: 'E', data: nested(DEPTH) } }])).toEqual({ kept: 1, rejected: [] });
+  });
+  it('one level more is refused', () => {
+    expect(screen([{ type: 'ContinueAsNew', seq: 0, args: [], at, events: [{ name: 'E', data: nested(DEPTH + 1) }] }]).kept).toBe(0);
+    expect(screen([{ type: 'ControlWorkflows', seq: 0, selector: { name: 'Other' }, action: 'send', event: { name: 'E', data: nested(DEPTH + 1) } }]).kept).toBe(0);
+  });
+});
