@@ -206,8 +206,7 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
     }
     const step = stepResultRefusal(field, c, i, limits);
     if (step) throw step;
-    // The command object is envelope: the values it holds are measured as values (depth 0 and down).
-    checkJsonValue(field, c, limits, -1);
+    checkCommandValues(field, c, limits);
   });
   screenedCommands.set(carrier, shaped);
   return commands;
@@ -251,8 +250,26 @@ function stepAtFault(field: string, raw: string, limits: InputLimits): BadUserIn
   return null;
 }
 
-/** Levels of a decision's JSON that are not its values: the commands array, and each command object. */
-const ENVELOPE_DEPTH = 2;
+/**
+ * Levels of a decision's JSON that are not its values: the commands array, each command object,
+ * and a continue-as-new's events array and event objects around each event's data.
+ */
+const ENVELOPE_DEPTH = 4;
+
+/**
+ * A command's values (a result, arguments, an event's data) against the limits, each measured as
+ * the value it is, as the public API would take it: the command object, and the event objects
+ * around event data (already shape-checked), are envelope.
+ */
+function checkCommandValues(field: string, c: Record<string, unknown>, limits: InputLimits): void {
+  const key = c.type === 'ContinueAsNew' && Array.isArray(c.events) ? 'events' : c.type === 'ControlWorkflows' && typeof c.event === 'object' && c.event !== null ? 'event' : null;
+  if (key === null) return checkJsonValue(field, c, limits, -1);
+  const { [key]: carried, ...rest } = c;
+  checkJsonValue(field, rest, limits, -1);
+  const events = Array.isArray(carried) ? carried : [carried];
+  if (events.length > limits.arrayLength) throw new BadUserInputError(field, `holds an array of more than ${limits.arrayLength} elements`);
+  for (const event of events) checkJsonValue(field, event, limits, -1);
+}
 
 /** The commands `screenReport` parsed and checked, by the report item (or its `next`) that carried them. */
 const screenedCommands = new WeakMap<object, DecisionCommand[]>();
