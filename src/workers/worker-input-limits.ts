@@ -90,8 +90,8 @@ function screenNext(report: TaskReportInput, limits: InputLimits, rejected: Repo
  * commands, parsed (none for a failure). A refusal is BAD_USER_INPUT on `<prefix>.commands`, its
  * message naming the command and its field.
  */
-function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions', now = Date.now(), carrier: object = report): unknown[] | undefined {
-  if (report.queries != null) parseLimitedJson(`${prefix}.queries`, report.queries, limits, 'object');
+function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix = 'decisions', now = Date.now(), carrier: { queries?: string | null } = report): unknown[] | undefined {
+  if (report.queries != null) carrier.queries = report.queries = screenQueries(`${prefix}.queries`, report.queries, limits);
   if (report.failureCode || report.commands == null) return undefined;
   const field = `${prefix}.commands`;
   // One decision may start many tasks: its own byte and length limits, the others as for any value.
@@ -210,6 +210,53 @@ function checkDecision(report: DecisionReportInput, limits: InputLimits, prefix 
   });
   screenedCommands.set(carrier, shaped);
   return commands;
+}
+
+/**
+ * A decision's query answers (a JSON object, one answer per handler), each answer within the
+ * limits of any value. Answers are read-only side data: one that breaks a limit (the workflow's
+ * state grew past MAX_PAYLOAD_BYTES, a string past MAX_JSON_STRING_LENGTH, ...) is replaced by
+ * `{ error }`, as the SDK answers for a handler that throws, and the decision is recorded. Refusing
+ * it stopped the workflow: the same decision, made again, carried the same answers. Text that is
+ * not a JSON object, or an object of more handlers than MAX_JSON_ARRAY_LENGTH, is refused.
+ */
+function screenQueries(field: string, raw: string, limits: InputLimits): string {
+  try {
+    parseLimitedJson(field, raw, limits, 'object');
+    return raw;
+  } catch (refused) {
+    if (!(refused instanceof BadUserInputError)) throw refused;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw); // any depth: each answer is then checked to the limits only
+    } catch {
+      throw refused;
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || Object.keys(value).length > limits.arrayLength) throw refused;
+    const answers = Object.entries(value as Record<string, unknown>).map(([name, answer]): [string, unknown] => {
+      try {
+        if (name.length > limits.stringLength) throw new BadUserInputError(field, `holds a key longer than ${limits.stringLength} characters`);
+        checkJsonValue(field, answer, limits);
+        return [name, answer];
+      } catch (error) {
+        if (!(error instanceof BadUserInputError)) throw error;
+        return [name, { error: `the answer was not recorded: it ${error.message.slice(field.length + 2)}` }];
+      }
+    });
+    // Within the byte limit as a whole: the largest answers give way first.
+    // `"name":answer,` for each (one comma too many, for the braces' one byte too few).
+    const bytes = (name: string, answer: unknown) => Buffer.byteLength(JSON.stringify(name), 'utf8') + Buffer.byteLength(JSON.stringify(answer), 'utf8') + 2;
+    const sizes = answers.map(([name, answer]) => bytes(name, answer));
+    let total = sizes.reduce((a, b) => a + b, 1);
+    const tooLarge = { error: `the answer was not recorded: the answers together must be at most ${limits.payloadBytes} bytes of JSON` };
+    for (const i of [...sizes.keys()].sort((a, b) => sizes[b] - sizes[a])) {
+      if (total <= limits.payloadBytes) break;
+      answers[i] = [answers[i][0], tooLarge];
+      total -= sizes[i] - bytes(answers[i][0], tooLarge);
+    }
+    if (total > limits.payloadBytes) throw refused; // the handlers' names alone are over it
+    return JSON.stringify(Object.fromEntries(answers));
+  }
 }
 
 /**

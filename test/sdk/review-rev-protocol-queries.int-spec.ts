@@ -29,5 +29,8 @@ describe('a query handler whose answer breaks a JSON limit', () => {
   it.each(['long', 'deep', 'wide'])('(%s) does not keep the workflow from completing', async (kind) => {
     const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'BigState', input: [kind] });
     expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 15_000 })).toBe('done');
+    // The other answers are read as usual; the one over the limit says why it is missing.
+    expect(await baton.client.queryWorkflow(APP, ENV, id, 'fine')).toBe('ok');
+    expect(await baton.client.queryWorkflow(APP, ENV, id, 'state')).toEqual({ error: expect.stringContaining('the answer was not recorded') });
   });
 });
