@@ -208,3 +208,28 @@ describe('a decision reported after its workflow was paused (discarded)', () => 
     expect(types(await admin.history(id)).at(-1)).toBe('WorkflowCompleted');
   });
 });
+
+describe('a task report with no outcome (no result, no error, not released)', () => {
+  it('is BAD_USER_INPUT on tasks and records nothing (it used to complete the task with null); the attempt can still report', async () => {
+    const name = unique('NoOutcome');
+    const taskName = unique('NoOutcomeTask');
+    const id = await admin.dispatchWorkflow(name);
+    const first = await claimDecision(id, name);
+    expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }])).toEqual({ accepted: 1, rejected: [] });
+    const task = await waitFor(
+      async () => {
+        const input = { ...scope, workerId: 'review-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
+        return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[]).find((i) => i.kind === 'TASK' && i.workflowId === id);
+      },
+      { timeoutMs: 15_000, description: 'the task claimed' },
+    );
+    const send = async (outcome: Record<string, unknown>) =>
+      expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'review-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, ...outcome }] } }, workerToken)).reportWork as Report;
+    const before = types(await admin.history(id));
+    for (const outcome of [{}, { released: false }, { result: null, error: null }]) {
+      expect({ outcome, answer: await send(outcome) }).toEqual({ outcome, answer: { accepted: 0, rejected: [{ ref: task.ref, code: 'BAD_USER_INPUT', message: expect.any(String), field: 'tasks' }] } });
+    }
+    expect(types(await admin.history(id))).toEqual(before);
+    expect(await send({ result: '"done"' })).toEqual({ accepted: 1, rejected: [] });
+  });
+});
