@@ -57,10 +57,12 @@ export function checkHeartbeat(input: HeartbeatInput, limits: InputLimits): void
   }
 }
 
-/** A task report's outcome: a result, an error, or the attempt given back (`released`), one of them. */
+/** A task report's outcome: a result, an error, or the attempt given back (`released`), exactly one of them. */
 function checkTask(report: TaskReportInput, limits: InputLimits): void {
   const outcomes = [report.result != null && 'result', report.error != null && 'error', report.released === true && 'released'].filter(Boolean);
   if (outcomes.length > 1) throw new BadUserInputError('tasks', `an attempt has one outcome: a result, an error or released, not ${outcomes.join(' and ')}`);
+  // None is not a result of null (the SDK sends "null" for one): a worker that lost it must not complete the task.
+  if (outcomes.length === 0) throw new BadUserInputError('tasks', 'an attempt has one outcome: a result, an error or released; this report has none');
   if (report.result != null) parseLimitedJson('tasks.result', report.result, limits);
 }
 
