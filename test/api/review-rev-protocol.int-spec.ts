@@ -233,3 +233,19 @@ describe('a task report with no outcome (no result, no error, not released)', ()
     expect(await send({ result: '"done"' })).toEqual({ accepted: 1, rejected: [] });
   });
 });
+
+describe('a decision report with no outcome, or two (commands and a failure)', () => {
+  it('is BAD_USER_INPUT and records nothing (none used to record an empty decision, leaving the workflow waiting on nothing); the decision can still report', async () => {
+    const name = unique('NoCommands');
+    const id = await admin.dispatchWorkflow(name);
+    const decision = await claimDecision(id, name);
+    const before = types(await admin.history(id));
+    const complete = JSON.stringify([{ type: 'CompleteWorkflow', result: 1 }]);
+    for (const outcome of [{}, { commands: null, failureCode: null }, { commands: complete, failureCode: 'WORKER_ERROR' }]) {
+      const answer = await report([{ ref: decision.ref, decisionId: decision.decisionId, ...outcome }]);
+      expect({ outcome, answer }).toEqual({ outcome, answer: { accepted: 0, rejected: [{ ref: decision.ref, code: 'BAD_USER_INPUT', message: expect.any(String), field: 'decisions' }] } });
+    }
+    expect(types(await admin.history(id))).toEqual(before);
+    expect(await report([{ ref: decision.ref, decisionId: decision.decisionId, commands: complete }])).toEqual({ accepted: 1, rejected: [] });
+  });
+});
