@@ -39,7 +39,7 @@ export function screenReport(input: ReportWorkInput, limits: InputLimits, now = 
     });
   const screened = {
     ...input,
-    decisions: input.decisions ? keep(decisions, (d) => checkDecision(d, limits, 'decisions', now)) : input.decisions,
+    decisions: input.decisions ? keep(decisions, (d) => checkDecision(checkOutcome(d), limits, 'decisions', now)) : input.decisions,
     tasks: input.tasks ? keep(tasks, (t) => checkTask(t, limits)).map((t) => screenNext(t, limits, rejected, now)) : input.tasks,
   } as ReportWorkInput;
   return { input: screened, rejected };
@@ -55,6 +55,18 @@ export function checkHeartbeat(input: HeartbeatInput, limits: InputLimits): void
   if (input.attempts.length > limits.reportItems) {
     throw new BadUserInputError('attempts', `one heartbeat holds at most ${limits.reportItems} attempts (MAX_REPORT_ITEMS); split it`);
   }
+}
+
+/**
+ * A decision report's outcome: its commands (`[]` for none) or its failure, one of them. Without
+ * either it recorded an empty decision (a worker that lost its commands left the workflow waiting
+ * on nothing); with both, the failure, the commands silently dropped.
+ */
+function checkOutcome(report: DecisionReportInput): DecisionReportInput {
+  const failed = Boolean(report.failureCode);
+  if (failed && report.commands != null) throw new BadUserInputError('decisions', 'a decision has one outcome: commands or a failureCode, not both');
+  if (!failed && report.commands == null) throw new BadUserInputError('decisions', 'a decision has one outcome: commands (a JSON array, [] for none) or a failureCode; this report has neither');
+  return report;
 }
 
 /** A task report's outcome: a result, an error, or the attempt given back (`released`), exactly one of them. */
