@@ -1,5 +1,5 @@
 /**
- * Review: query answers (`ctx.onQuery`) are read-only side data of a decision. A handler whose
+ * Query answers (`ctx.onQuery`) are read-only side data of a decision. A handler whose
  * answer breaks a JSON limit of the service (the workflow's state grown past MAX_PAYLOAD_BYTES,
  * a string past MAX_JSON_STRING_LENGTH, nested past MAX_JSON_DEPTH) must not stop the workflow:
  * the decision carrying it was refused whole (BAD_USER_INPUT on decisions.queries), the SDK
@@ -11,7 +11,7 @@ import { defineWorkflow } from '../../src/sdk/index.js';
 import { type InProcessWorker, startInProcessWorker } from '../support/in-process-worker.js';
 
 const APP = 'demo';
-const ENV = 'review-queries';
+const ENV = 'query-limits';
 
 const bigState = defineWorkflow('BigState', async (ctx, kind: string) => {
   ctx.onQuery('state', () => (kind === 'long' ? 'x'.repeat(200_000) : kind === 'deep' ? JSON.parse('['.repeat(70) + ']'.repeat(70)) : Array.from({ length: 20_000 }, (_, i) => i)));

@@ -1,5 +1,5 @@
 /**
- * Review of the worker protocol as a buggy or hostile worker drives it over raw GraphQL: repeated
+ * The worker protocol as a buggy or hostile worker drives it over raw GraphQL: repeated
  * reports after a lost answer, reports and heartbeats for a workflow that ended or continued as
  * new, and decision reports the history does not allow.
  */
@@ -11,7 +11,7 @@ import { Client, HistoryRow, expectData, gql, post, startServices, unique } from
 const services = startServices({ main: {} });
 afterAll(() => services.stopAll());
 
-const scope = { appId: 'demo', environment: 'review-protocol' };
+const scope = { appId: 'demo', environment: 'protocol-edges' };
 const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message field } } }`;
 const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId name version decisionId attemptId } }`;
 const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
@@ -43,7 +43,7 @@ beforeAll(async () => {
   });
 });
 
-async function claimDecision(workflowId: string, name: string, workerId = 'review-worker'): Promise<Claimed> {
+async function claimDecision(workflowId: string, name: string, workerId = 'edge-worker'): Promise<Claimed> {
   return waitFor(
     async () => {
       const input = { ...scope, workerId, workflows: [name], tasks: [], waitMs: 1_000 };
@@ -54,7 +54,7 @@ async function claimDecision(workflowId: string, name: string, workerId = 'revie
   );
 }
 
-async function report(decisions: Array<Record<string, unknown>>, workerId = 'review-worker'): Promise<Report> {
+async function report(decisions: Array<Record<string, unknown>>, workerId = 'edge-worker'): Promise<Report> {
   const input = { ...scope, workerId, decisions };
   return expectData(await gql(service, REPORT, { input }, workerToken)).reportWork as Report;
 }
@@ -97,7 +97,7 @@ describe('a heartbeat for a decision whose workflow was terminated', () => {
     const id = await admin.dispatchWorkflow(name);
     const decision = await claimDecision(id, name);
     const heartbeat = async () => {
-      const input = { ...scope, workerId: 'review-worker', attempts: [{ ref: decision.ref, attemptId: decision.decisionId }] };
+      const input = { ...scope, workerId: 'edge-worker', attempts: [{ ref: decision.ref, attemptId: decision.decisionId }] };
       return expectData(await gql(service, HEARTBEAT, { input }, workerToken)).heartbeat as Array<{ ref: string; cancel: boolean; reason: string | null }>;
     };
     expect(await heartbeat()).toEqual([{ ref: decision.ref, cancel: false, reason: null }]);
@@ -151,13 +151,13 @@ describe('a value at MAX_JSON_DEPTH (64) carried on by a decision', () => {
     expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }])).toEqual({ accepted: 1, rejected: [] });
     const task = await waitFor(
       async () => {
-        const input = { ...scope, workerId: 'review-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
+        const input = { ...scope, workerId: 'edge-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
         return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[]).find((i) => i.kind === 'TASK' && i.workflowId === id);
       },
       { timeoutMs: 15_000, description: 'the task claimed' },
     );
     const deep = '['.repeat(64) + ']'.repeat(64);
-    const taskReport = expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'review-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, result: deep }] } }, workerToken)).reportWork as Report;
+    const taskReport = expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'edge-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, result: deep }] } }, workerToken)).reportWork as Report;
     expect(taskReport).toEqual({ accepted: 1, rejected: [] });
     const second = await claimDecision(id, name);
     // What the code does with `return await ctx.task(...)`: the workflow's result is the task's.
@@ -179,7 +179,7 @@ describe('eager claims (reportWork claim) of the tasks a decision schedules', ()
     const second = await claimDecision(id, name);
     const input = {
       ...scope,
-      workerId: 'review-worker',
+      workerId: 'edge-worker',
       decisions: [{ ref: second.ref, decisionId: second.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: 'Mine', args: [] }]) }],
       claim: { workflows: [], tasks: [{ name: 'Mine' }], maxItems: 5 },
     };
@@ -218,13 +218,13 @@ describe('a task report with no outcome (no result, no error, not released)', ()
     expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }])).toEqual({ accepted: 1, rejected: [] });
     const task = await waitFor(
       async () => {
-        const input = { ...scope, workerId: 'review-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
+        const input = { ...scope, workerId: 'edge-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
         return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[]).find((i) => i.kind === 'TASK' && i.workflowId === id);
       },
       { timeoutMs: 15_000, description: 'the task claimed' },
     );
     const send = async (outcome: Record<string, unknown>) =>
-      expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'review-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, ...outcome }] } }, workerToken)).reportWork as Report;
+      expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'edge-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, ...outcome }] } }, workerToken)).reportWork as Report;
     const before = types(await admin.history(id));
     for (const outcome of [{}, { released: false }, { result: null, error: null }]) {
       expect({ outcome, answer: await send(outcome) }).toEqual({ outcome, answer: { accepted: 0, rejected: [{ ref: task.ref, code: 'BAD_USER_INPUT', message: expect.any(String), field: 'tasks' }] } });

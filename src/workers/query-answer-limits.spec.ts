@@ -1,5 +1,5 @@
 /**
- * Review: query answers over a JSON limit are replaced by `{ error }` and the decision is kept
+ * Query answers over a JSON limit are replaced by `{ error }` and the decision is kept
  * (refusing it stopped the workflow: the same decision carried the same answers again).
  */
 import 'reflect-metadata';

@@ -1,5 +1,5 @@
 /**
- * Review: the depth limit inside decision commands. A value a worker or client may send
+ * The depth limit inside decision commands. A value a worker or client may send
  * (MAX_JSON_DEPTH levels: a task's result, a workflow's input) must be passable through the
  * command that carries it on (a workflow completing with its task's result, a step's result, a
  * task's arguments): the command's own envelope (the commands array and the command object) is
