@@ -256,14 +256,25 @@ export class StreamQueues {
         if (await this.catchUp(streamId, entry)) continue;
       }
       let position: bigint | undefined;
+      let replayed = false;
       if (toAppend.length > 0) {
         try {
           const result = await this.store.append(streamId, toAppend, entry.revision);
           this.stats.appends++;
           position = result.position;
-          entry.state = state;
-          entry.revision = result.nextExpectedRevision;
-          entry.seenPosition = result.position;
+          if (result.nextExpectedRevision === revision) {
+            entry.state = state;
+            entry.revision = result.nextExpectedRevision;
+            entry.seenPosition = result.position;
+          } else {
+            // Answered as a replay of an earlier append of the same event ids at another
+            // revision: another instance carried out the same effect (deterministic ids) first,
+            // after events this cache has not seen. What was decided here is not what the stream
+            // holds: read what it does instead of keeping a state that would miss those events.
+            replayed = true;
+            this.stats.conflicts++;
+            await this.catchUp(streamId, entry);
+          }
         } catch (error) {
           if (error instanceof WrongExpectedRevisionError && round < MAX_CONFLICT_ROUNDS) {
             this.stats.conflicts++;
@@ -280,7 +291,7 @@ export class StreamQueues {
         else {
           outcome.job.resolve({
             events: outcome.events,
-            state: outcome.after,
+            state: replayed ? entry.state : outcome.after,
             before: outcome.before,
             position: outcome.events.length > 0 ? position : undefined,
             seenPosition: entry.seenPosition,
