@@ -165,4 +165,28 @@ describe('two instances on one store (review probes)', () => {
       await engineA.waitForState(parentId, 'COMPLETED');
     }
   }, 120_000);
+
+  it('a workflow failed through A is in failures on B at once, retried through B, and completes without running its done step again', async () => {
+    const environment = unique('retry');
+    workers.push(await startWorker({ url: a.url, token: a.token, environment }));
+    const engineA = new Engine(a, environment);
+    const engineB = new Engine(b, environment, a.token);
+    const clientB = new Client({ ...b, token: a.token } as Service, 'demo', environment);
+    for (let i = 0; i < 3; i++) {
+      const key = unique('order');
+      const id = await engineA.dispatch('ChargeOrder', [key]);
+      await engineA.waitForState(id, 'FAILED');
+      const failures = expectData(await clientB.gql(`{ failures(appId: "demo", environment: "${environment}") { name count error } }`)).failures;
+      expect(failures).toContainEqual(expect.objectContaining({ name: 'ChargeOrder', count: 1, error: expect.stringContaining(key) }));
+      const retried = expectData(await clientB.gql(`mutation { retryWorkflows(input: { appId: "demo", environment: "${environment}", selector: { id: "${id}" } }) { matched changed } }`)).retryWorkflows;
+      expect(retried).toEqual({ matched: 1, changed: 1 });
+      const done = await engineB.waitForState(id, 'COMPLETED');
+      expect(done.result).toEqual({ echoed: key, charged: `charged ${key}` });
+      const history = await engineA.history(id);
+      expect(history.filter((e) => e.type === 'TaskStarted' && e.data.seq === 0)).toHaveLength(1);
+      expect(history.filter((e) => e.type === 'WorkflowRetried')).toHaveLength(1);
+      const after = expectData(await clientB.gql(`{ failures(appId: "demo", environment: "${environment}") { name count } }`)).failures;
+      expect(after.filter((f: { name: string }) => f.name === 'ChargeOrder')).toEqual([]);
+    }
+  }, 60_000);
 });
