@@ -4,6 +4,7 @@
  * request on the other; concurrent work on one workflow through both is normal.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, request } from 'node:http';
 import { Service, createTokenViaCli, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, killAllWorkers, startWorker } from '../support/worker.js';
@@ -189,4 +190,73 @@ describe('two instances on one store (review probes)', () => {
       expect(after.filter((f: { name: string }) => f.name === 'ChargeOrder')).toEqual([]);
     }
   }, 60_000);
+
+  it('workers and clients behind a round-robin balancer (every request to the other instance): each workflow completes once, nothing claimed or recorded twice', async () => {
+    // The balancer: each request to the next instance, so a worker polls one and reports to the other.
+    const targets = [new URL(a.url), new URL(b.url)];
+    let next = 0;
+    const balancer = createServer((req, res) => {
+      const target = targets[next++ % 2];
+      const upstream = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.writeHead(502).end());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => balancer.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const url = `http://127.0.0.1:${(balancer.address() as { port: number }).port}`;
+      const environment = unique('balanced');
+      for (let i = 0; i < 3; i++) workers.push(await startWorker({ url, token: a.token, environment, concurrency: 20 }));
+      const engine = new Engine({ ...a, url } as Service, environment);
+      const expected = new Map<string, unknown>();
+      await Promise.all(
+        Array.from({ length: 4 }, async (_, lane) => {
+          for (let k = 0; k < 8; k++) {
+            if (k % 4 === 0) {
+              const id = await engine.dispatch('Sequential', [`l${lane}k${k}`]);
+              expected.set(id, [`l${lane}k${k}`, 3, `l${lane}k${k}-3`]);
+            } else if (k % 4 === 1) {
+              const id = await engine.dispatch('Parallel', [20, 5]);
+              expected.set(id, Array.from({ length: 20 }, (_, i) => `p${i}`));
+            } else if (k % 4 === 2) {
+              const tag = unique('kid');
+              const id = await engine.dispatch('Parent', [tag]);
+              expected.set(id, undefined);
+              await waitFor(async () => (await engine.send({ name: 'Child', tag }, 'release', k)).matched === 1, { timeoutMs: 10_000, description: `child ${tag}` });
+            } else {
+              const tag = unique('listener');
+              const id = await engine.dispatch('Listener', [], tag);
+              for (let p = 0; p < 3; p++) expect(await engine.send({ name: 'Listener', tag }, 'ping', p)).toMatchObject({ matched: 1, changed: 1 });
+              expect(await engine.send({ id }, 'stop')).toMatchObject({ matched: 1, changed: 1 });
+              expected.set(id, [[0], [1], [2]]);
+            }
+          }
+        }),
+      );
+      for (const [id, want] of expected) {
+        const done = await engine.waitForState(id, 'COMPLETED', 30_000);
+        if (want !== undefined) expect({ id, result: done.result }).toEqual({ id, result: want });
+        const history: HistoryEntry[] = await engine.history(id);
+        const seen = new Map<string, number>();
+        for (const e of history) {
+          const key =
+            e.type === 'TaskStarted'
+              ? `TaskStarted ${e.data.seq} attempt ${e.data.attempt}`
+              : e.type === 'TaskCompleted' || e.type.startsWith('Child')
+                ? `${e.type} ${e.data.seq}`
+                : /^(TaskAttemptFailed|TaskResultIgnored|DecisionTimedOut|DecisionFailed)$/.test(e.type)
+                  ? `${e.type} ${JSON.stringify(e.data)}`
+                  : null;
+          if (key) seen.set(key, (seen.get(key) ?? 0) + 1);
+        }
+        const wrong = [...seen].filter(([key, n]) => n > 1 || !/^(TaskStarted|TaskCompleted|Child)/.test(key));
+        expect({ id, wrong, history: wrong.length ? describeHistory(history) : '' }).toEqual({ id, wrong: [], history: '' });
+      }
+    } finally {
+      balancer.closeAllConnections();
+      balancer.close();
+    }
+  }, 120_000);
 });
