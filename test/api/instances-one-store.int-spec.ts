@@ -1,5 +1,5 @@
 /**
- * Review probes (rev-instances): two Baton processes on one SQLite file, as behind a load
+ * Two Baton processes on one SQLite file, as behind a load
  * balancer. A write acknowledged by one instance is seen, and can be acted on, by the next
  * request on the other; concurrent work on one workflow through both is normal.
  */
@@ -12,7 +12,7 @@ import { Engine, HistoryEntry, describeHistory } from '../engine/engine-helpers.
 import { Client, expectData, revokeTokenViaCli, tokenIdOf, unique } from './api-helpers.js';
 import { Schedules, data as scheduleData } from '../schedules/schedule-helpers.js';
 
-describe('two instances on one store (review probes)', () => {
+describe('two instances on one store', () => {
   let a: Service;
   let b: Service;
   let apiA: Client;
