@@ -279,6 +279,14 @@ export class StreamQueues {
           if (error instanceof WrongExpectedRevisionError && round < MAX_CONFLICT_ROUNDS) {
             this.stats.conflicts++;
             refreshed = true;
+            // The stream is behind the cache: another instance deleted it (retention), and what
+            // follows the cached revision is nothing. Read it again from its start instead of
+            // deciding on (and expecting) the revision of a stream that is no longer there.
+            if (error.actual === 'no_stream' || (typeof entry.revision === 'bigint' && error.actual < entry.revision)) {
+              entry.state = decider.initialState();
+              entry.revision = 'no_stream';
+              entry.seenPosition = undefined;
+            }
             await this.catchUp(streamId, entry);
             continue;
           }
