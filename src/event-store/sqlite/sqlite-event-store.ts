@@ -447,7 +447,12 @@ export class SqliteEventStore implements EventStore {
             outcomes.push({ ok: true, value: appendOne(pending) });
           } catch (error) {
             if (!(error instanceof Recheck)) {
-              outcomes.push({ ok: false, error });
+              // A fault (disk full, I/O error) may roll the whole transaction back, not only this
+              // caller's savepoint: the appends after it would then each commit on their own,
+              // outside the group, while the commit failing tells every caller otherwise. The
+              // whole group fails instead (STORE_UNAVAILABLE, nothing written).
+              if (!this.db.inTransaction) throw error;
+              outcomes.push({ ok: false, error: isStoreFault(error) ? new StoreUnavailableError(`sqlite append failed: ${(error as Error).message}`, { cause: error }) : error });
               continue;
             }
             // This caller's rows are undone (its savepoint): a retry, or a conflict, read as such.
@@ -863,3 +868,9 @@ class Recheck extends Error {
   }
 }
 
+
+/** An SQLite error that says the store failed (disk full, I/O, busy), not that the append is wrong (a constraint). */
+function isStoreFault(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') && !code.startsWith('SQLITE_CONSTRAINT');
+}
