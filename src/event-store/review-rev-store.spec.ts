@@ -47,4 +47,12 @@ describe('StreamQueues, a stream another instance deleted (retention)', () => {
     expect(queuesB.statistics.conflicts).toBeLessThanOrEqual(1);
   });
 
+  it("is not served from this process's stream tail once another process deleted it", async () => {
+    const { a, b } = twoInstances();
+    const queuesB = new StreamQueues(b);
+    await queuesB.run(stream, workflowDecider, dispatch, context);
+    expect(await a.deleteStream(stream, { expectedRevision: 0n })).toBe(1);
+    // The first event, read as an idempotent dispatch or a retry that lost its stream read it.
+    expect(await b.readStream(stream, { maxCount: 1 })).toEqual([]);
+  });
 });
