@@ -869,8 +869,10 @@ class Recheck extends Error {
 }
 
 
-/** An SQLite error that says the store failed (disk full, I/O, busy), not that the append is wrong (a constraint). */
+/** SQLite's answers that say the store failed (disk full, I/O, locked, read-only), not that the append is wrong. */
+const STORE_FAULTS = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|NOMEM|READONLY|CANTOPEN|CORRUPT|NOTADB|PROTOCOL|INTERRUPT)(_|$)/;
+
 function isStoreFault(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && code.startsWith('SQLITE_') && !code.startsWith('SQLITE_CONSTRAINT');
+  return typeof code === 'string' && STORE_FAULTS.test(code);
 }
