@@ -281,8 +281,9 @@ export class StreamQueues {
             refreshed = true;
             // The stream is behind the cache: another instance deleted it (retention), and what
             // follows the cached revision is nothing. Read it again from its start instead of
-            // deciding on (and expecting) the revision of a stream that is no longer there.
-            if (error.actual === 'no_stream' || (typeof entry.revision === 'bigint' && error.actual < entry.revision)) {
+            // deciding on (and expecting) the revision of a stream that is no longer there. (An
+            // append answered as partly stored before says 'any' and where its events are.)
+            if (error.actual === 'no_stream' || (error.expected !== 'any' && typeof entry.revision === 'bigint' && error.actual < entry.revision)) {
               entry.state = decider.initialState();
               entry.revision = 'no_stream';
               entry.seenPosition = undefined;
