@@ -40,3 +40,21 @@ describe('SqliteEventStore group commit, an append that fills the disk', () => {
     ]);
   });
 });
+
+describe('SqliteEventStore closed with appends in flight', () => {
+  it('commits what was queued before close (and keeps it), and answers later appends STORE_UNAVAILABLE', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'baton-revstore-')), 'c.db');
+    const store = new SqliteEventStore(file, { watchWal: false });
+    const queued = [store.append('c-1', [ev(21)], 'no_stream'), store.append('c-2', [ev(22)], 'no_stream')];
+    const closing = store.close();
+    const late = store.append('c-3', [ev(23)], 'no_stream');
+    await closing;
+    const outcomes = await Promise.allSettled([...queued, late]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    await expect(store.readStream('c-1')).rejects.toBeInstanceOf(StoreUnavailableError);
+    const reopened = new SqliteEventStore(file, { watchWal: false });
+    stores.push(reopened);
+    expect((await reopened.readAll()).map((e) => e.streamId)).toEqual(['c-1', 'c-2']);
+  });
+});
