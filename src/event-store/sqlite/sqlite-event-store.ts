@@ -575,7 +575,13 @@ export class SqliteEventStore implements EventStore {
     const bounded = options.direction !== 'backwards' && options.maxCount !== undefined && options.maxCount <= STREAM_TAIL_EVENTS;
     if (bounded) {
       const held = this.tails.range(streamId, options.fromRevision ?? 0n, options.maxCount!);
-      if (held) return held;
+      if (held) {
+        // Another process may have deleted the stream (retention) since: one look at its head
+        // (an index seek, no row read) tells, before its `WorkflowsExpired` reaches this process.
+        const head = this.stmt.head.get(streamId)?.revision ?? null;
+        if (head !== null && BigInt(head) >= held[held.length - 1].revision) return held;
+        this.tails.forget(streamId);
+      }
     }
     const rows =
       options.direction === 'backwards'
