@@ -1,0 +1,66 @@
+/**
+ * Review of the public API as a client without an SDK uses it (README, schema.graphql).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+
+describe('workflows paging when retention deleted the row its cursor names', () => {
+  // Finished workflows are deleted 0.86 s after their last change (swept every 100 ms); keyed
+  // ones once their idempotency window (1 s) has passed too.
+  let service: Service;
+  const environment = 'review-cursor';
+  beforeAll(async () => {
+    service = await startService({ env: { RETENTION_DAYS: '0.00001', RETENTION_SWEEP_MS: '100', IDEMPOTENCY_WINDOW_MS: '1000' } });
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  const list = async (first: number, after: string | null) => {
+    const r = await service.gql<{ workflows: { pageInfo: { endCursor: string | null; hasNextPage: boolean }; nodes: Array<{ id: string }> } }>(
+      'query($e: String!, $first: Int, $after: String) { workflows(filter: { appId: "demo", environment: $e }, first: $first, after: $after) { pageInfo { endCursor hasNextPage } nodes { id } } }',
+      { e: environment, first, after },
+    );
+    expect(r.body.errors).toBeUndefined();
+    return r.body.data!.workflows;
+  };
+
+  it('goes on with the workflows dispatched after it, neither skipping nor repeating any', async () => {
+    // Workflows dispatched with an idempotency key have derived ids (UUID v8), which are not in
+    // dispatch order: paging is in dispatch order.
+    const ids: string[] = [];
+    for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) {
+      const r = await service.gql<{ dispatchWorkflow: { id: string } }>(
+        'mutation($i: DispatchWorkflowInput!) { dispatchWorkflow(input: $i) { id } }',
+        { i: { appId: 'demo', environment, name: 'Paged', input: '[]', idempotencyKey: key } },
+      );
+      ids.push(r.body.data!.dispatchWorkflow.id);
+    }
+    // A cursor position whose next row by id is not its next row in dispatch order.
+    const at = [0, 1, 2, 3].find((i) => {
+      const others = ids.filter((_, j) => j !== i);
+      const nextById = others.filter((id) => id > ids[i]).sort()[0];
+      return nextById !== ids[i + 1];
+    })!;
+    expect(at).toBeDefined();
+
+    const firstPage = await list(at + 1, null);
+    expect(firstPage.nodes.map((n) => n.id)).toEqual(ids.slice(0, at + 1));
+    const cursor = firstPage.pageInfo.endCursor!;
+    const last = ids[at];
+
+    // The workflow the cursor names finishes and retention deletes it before the next page is read.
+    const terminated = await service.gql('mutation($i: TerminateWorkflowsInput!) { terminateWorkflows(input: $i) { changed } }', {
+      i: { appId: 'demo', environment, selector: { id: last } },
+    });
+    expect(terminated.body.data).toEqual({ terminateWorkflows: { changed: 1 } });
+    await waitFor(
+      async () => (await service.gql('query($e: String!, $id: ID!) { workflow(appId: "demo", environment: $e, id: $id) { id } }', { e: environment, id: last })).body.data?.workflow === null,
+      { timeoutMs: 20_000, intervalMs: 100, description: 'retention to delete the workflow the cursor names' },
+    );
+
+    const next = await list(50, cursor);
+    expect(next.nodes.map((n) => n.id)).toEqual(ids.slice(at + 1));
+  });
+});
