@@ -128,14 +128,18 @@ describe('workflow lists (list-query.ts)', () => {
     }
   });
 
-  it('a cursor whose row is gone goes on from the next id', () => {
+  it('a cursor whose row is gone goes on from its place (the cursor carries the row\'s seq), and so does a bare id from the next id', () => {
     const filter = { ...scope, status: 'running' as const };
     const all = referenceWorkflows(filter, false);
     const first = workflows.page(filter, 3, null);
-    const gone = first.pageInfo.endCursor!;
+    const cursor = first.pageInfo.endCursor!;
+    const gone = first.nodes.at(-1)!.id;
+    expect(cursor.endsWith(`:${gone}`)).toBe(true);
     rm.db.prepare('SAVEPOINT gone').run();
     try {
       rm.db.prepare('DELETE FROM rm_workflows WHERE id = ?').run(gone);
+      expect(workflows.page(filter, 3, cursor).nodes.map((w) => w.id)).toEqual(all.slice(3, 6));
+      // A row's id as `after` (the cursors of earlier versions): the row next to it by id.
       expect(workflows.page(filter, 3, gone).nodes.map((w) => w.id)).toEqual(all.slice(3, 6));
     } finally {
       rm.db.prepare('ROLLBACK TO gone').run();

@@ -170,12 +170,26 @@ export function countByPlanned(rm: ReadModelDb, plan: ListPlan, column: string):
   return { counts: new Map(rows.map((r) => [r.value, Math.min(r.n, QUERY_COUNT_CAP)])), capped: scanned > QUERY_COUNT_CAP };
 }
 
-/** The cursor's place in `seq` order: after the row `after`, or (a row since deleted) from the next one by id. */
+/**
+ * A page's `endCursor`: the row's `seq` and id. The `seq` keeps the cursor's place when the row is
+ * gone by the next page (retention deleted it): ids are not in `seq` order (a dispatch with an
+ * idempotency key, or a schedule's, has a derived UUID v8), so "the next row by id" could skip or
+ * repeat rows.
+ */
+const cursorFor = (row: { seq: number; id: string }): string => `${row.seq}:${row.id}`;
+const SEQ_CURSOR = /^(\d{1,16}):/;
+
+/**
+ * The cursor's place in `seq` order: a `cursorFor` cursor's `seq`; or, for a bare id (a row's id
+ * passed as `after`, or a cursor of an earlier version), after that row, or (a row since deleted)
+ * from the next one by id.
+ */
 function cursorOf(rm: ReadModelDb, table: string, after: string | null | undefined, descending: boolean): { from: number; op: CursorOp } | null {
   if (!after) return { from: 0, op: '' };
+  const seq = SEQ_CURSOR.exec(after);
+  if (seq) return { from: Number(seq[1]), op: descending ? '<' : '>' };
   const row = rm.db.prepare(`SELECT seq FROM ${table} WHERE id = ?`).get(after) as { seq: number } | undefined;
   if (row) return { from: row.seq, op: descending ? '<' : '>' };
-  // Ids are time-ordered: the row next to it by id (the primary key), whether or not it matches.
   const next = rm.db.prepare(`SELECT seq FROM ${table} WHERE id ${descending ? '<' : '>'} ? ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT 1`).get(after) as { seq: number } | undefined;
   return next ? { from: next.seq, op: descending ? '<=' : '>=' } : null;
 }
@@ -203,7 +217,8 @@ export function pagePlanned<R extends { id: string; seq: number }, V>(
   const rows = prepareIndexed(rm, statements.page(end !== undefined)).all({ ...params, bound: end?.seq }) as R[];
   const nodes = rows.slice(0, first).map(toView);
   const page = (endCursor: string | null, hasNextPage: boolean): Page<V> => ({ nodes, totalCount: total.count, totalCountCapped: total.capped, pageInfo: { endCursor, hasNextPage } });
-  if (rows.length > first) return page(rows[first - 1].id, true);
+  if (rows.length > first) return page(cursorFor(rows[first - 1]), true);
   // A short page: the end of the matches, or of the window searched (the next page goes on from there).
-  return end === undefined ? page(rows.at(-1)?.id ?? null, false) : page(end.id, true);
+  const last = rows.at(-1);
+  return end === undefined ? page(last ? cursorFor(last) : null, false) : page(cursorFor(end), true);
 }

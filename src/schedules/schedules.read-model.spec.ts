@@ -186,7 +186,8 @@ describe('SchedulesTable (rm_schedules)', () => {
     expect(ids(table.page({ ...scope, status: 'active' }, 50))).toEqual(['s0', 's3']);
     expect(ids(table.page({ ...scope, status: 'paused' }, 50))).toEqual(['s5']);
     const first = table.page({ ...scope, status: 'deleted' }, 2);
-    expect(first).toMatchObject({ totalCount: 3, totalCountCapped: false, pageInfo: { hasNextPage: true, endCursor: 's2' } });
+    expect(first).toMatchObject({ totalCount: 3, totalCountCapped: false, pageInfo: { hasNextPage: true } });
+    expect(first.pageInfo.endCursor).toMatch(/^\d+:s2$/);
     expect(ids(table.page({ ...scope, status: 'deleted' }, 2, first.pageInfo.endCursor))).toEqual(['s4']);
     expect(table.get('demo', 'prod', 's1')?.state).toMatchObject({ status: 'deleted', spec: { name: 'Odd' } });
     expect(table.get('demo', 'staging', 's1')).toBeUndefined();

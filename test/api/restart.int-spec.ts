@@ -87,7 +87,7 @@ describe('restart after SIGTERM', () => {
       expect(page.totalCount).toBe(expected.length);
       expect(page.nodes.length).toBeLessThanOrEqual(3);
       seen.push(...page.nodes.map((w) => w.id));
-      expect(page.pageInfo.endCursor).toBe(page.nodes.at(-1)?.id ?? null);
+      expect(page.pageInfo.endCursor?.replace(/^\d+:/, '') ?? null).toBe(page.nodes.at(-1)?.id ?? null);
       if (!page.pageInfo.hasNextPage) break;
       expect(page.nodes).toHaveLength(3);
       after = page.pageInfo.endCursor;
