@@ -64,3 +64,59 @@ describe('workflows paging when retention deleted the row its cursor names', () 
     expect(next.nodes.map((n) => n.id)).toEqual(ids.slice(at + 1));
   });
 });
+
+describe('an id in upper case, which a `{ id }` selector takes (README, Selectors)', () => {
+  let service: Service;
+  const environment = 'review-case';
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it('names the same workflow, task and schedule in the queries and the mutations that take an id', async () => {
+    const dispatched = await service.gql(
+      `mutation($w: DispatchWorkflowInput!, $t: DispatchTaskInput!, $s: ScheduleTaskInput!) {
+        w: dispatchWorkflow(input: $w) { id } t: dispatchTask(input: $t) { id } s: scheduleTask(input: $s) { id } }`,
+      {
+        w: { appId: 'demo', environment, name: 'Cased', input: '[]' },
+        t: { appId: 'demo', environment, name: 'cased', input: '[]' },
+        s: { appId: 'demo', environment, name: 'cased', input: '[]', cron: '0 0 1 1 *' },
+      },
+    );
+    expect(dispatched.body.errors).toBeUndefined();
+    const { w, t, s } = dispatched.body.data as Record<'w' | 't' | 's', { id: string }>;
+    const [W, T, S] = [w.id, t.id, s.id].map((id) => id.toUpperCase());
+
+    // The selector takes it: the workflow is paused.
+    const paused = await service.gql('mutation($i: PauseWorkflowsInput!) { pauseWorkflows(input: $i) { matched changed workflowIds } }', {
+      i: { appId: 'demo', environment, selector: { id: W } },
+    });
+    expect(paused.body.data).toEqual({ pauseWorkflows: { matched: 1, changed: 1, workflowIds: [w.id] } });
+
+    // Reading it back with the same id finds it.
+    const read = await service.gql(
+      `query($e: String!, $w: ID!, $t: ID!, $s: ID!) {
+        workflow(appId: "demo", environment: $e, id: $w) { id state }
+        awaitWorkflow(appId: "demo", environment: $e, id: $w, waitMs: 0) { id state }
+        workflowHistory(appId: "demo", environment: $e, id: $w) { type }
+        task(appId: "demo", environment: $e, id: $t) { id }
+        schedule(appId: "demo", environment: $e, id: $s) { id }
+        scheduleHistory(appId: "demo", environment: $e, id: $s) { type } }`,
+      { e: environment, w: W, t: T, s: S },
+    );
+    expect(read.body.errors).toBeUndefined();
+    expect(read.body.data).toEqual({
+      workflow: { id: w.id, state: 'PAUSED' },
+      awaitWorkflow: { id: w.id, state: 'PAUSED' },
+      workflowHistory: [{ type: 'WorkflowDispatched' }, { type: 'WorkflowPaused' }],
+      task: { id: t.id },
+      schedule: { id: s.id },
+      scheduleHistory: [{ type: 'ScheduleCreated' }],
+    });
+
+    const paused2 = await service.gql('mutation($i: PauseScheduleInput!) { pauseSchedule(input: $i) { id state } }', { i: { appId: 'demo', environment, id: S } });
+    expect(paused2.body).toEqual({ data: { pauseSchedule: { id: s.id, state: 'PAUSED' } } });
+  });
+});
