@@ -24,6 +24,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (value: string): boolean => UUID.test(value);
 
 /**
+ * An id as the API reads it: a UUID in either case (RFC 9562; a database column may give one back
+ * in upper case) as the lower-case id Baton handed out; anything else as given.
+ */
+export const canonicalId = (value: string): string => (isUuid(value) ? value.toLowerCase() : value);
+
+/**
  * A UUID derived from its parts (SHA-256, version 8): the same parts always give the same id,
  * which is what makes a repeated dispatch, firing or delivery idempotent. Defined with the worker
  * protocol, whose workers derive the ids of what their calls start the same way.

@@ -3,7 +3,7 @@ import { DeciderRunner } from '../../event-store/decider-runner.js';
 import { contextFor } from '../../shared/command-context.js';
 import { CLOCK, type Clock } from '../../shared/clock.js';
 import { NotFoundError } from '../../shared/errors.js';
-import { isUuid, uuidv7 } from '../../shared/ids.js';
+import { canonicalId, isUuid, uuidv7 } from '../../shared/ids.js';
 import { assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { ScheduleEvent, scheduleDecider } from '../domain/schedule.decider.js';
@@ -27,14 +27,16 @@ export class ScheduleActions {
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
-  async apply(principal: Principal, input: ScheduleRefInput, action: ScheduleAction): Promise<ScheduleType> {
+  async apply(principal: Principal, given: ScheduleRefInput, action: ScheduleAction): Promise<ScheduleType> {
+    const input = { ...given, id: canonicalId(given.id) };
     const ref = this.ref(principal, input);
     await this.runner.run(`schedule-${input.id}`, scheduleDecider, { type: action, ...ref }, contextFor(principal, input.appId, input.environment));
     return this.view(input);
   }
 
   /** Fires the schedule now, whatever its cron and overlap policy; returns the dispatched id. */
-  async trigger(principal: Principal, input: ScheduleRefInput): Promise<{ id: string; schedule: ScheduleType }> {
+  async trigger(principal: Principal, given: ScheduleRefInput): Promise<{ id: string; schedule: ScheduleType }> {
+    const input = { ...given, id: canonicalId(given.id) };
     const ref = this.ref(principal, input);
     const context = contextFor(principal, input.appId, input.environment);
     const { events, state } = await this.runner.run(

@@ -10,7 +10,7 @@ import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../gr
 import { HistoryEvent, historyLength, readHistory } from '../../graphql/history.js';
 import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
 import { localIso, nextOccurrences } from '../domain/cron.js';
-import { isUuid } from '../../shared/ids.js';
+import { canonicalId, isUuid } from '../../shared/ids.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { SCHEDULE_CRON, ScheduleConnection, ScheduleFiring, ScheduleStatusValue, ScheduleType, toScheduleType } from '../schedule.types.js';
@@ -52,6 +52,7 @@ export class ScheduleQueriesResolver {
   @Requires('read')
   @Query(() => ScheduleType, { nullable: true, description: 'One schedule by id (null when the app has no such schedule).' })
   async schedule(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<ScheduleType | null> {
+    args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     return readWithinAnswer(info, () => {
@@ -92,6 +93,7 @@ export class ScheduleQueriesResolver {
     description: "Every event of a schedule's history, in order, as stored: creation, each occurrence fired, skipped or buffered, pauses, resumes, triggers, deletion.",
   })
   async scheduleHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs, @Info() info: GraphQLResolveInfo): Promise<HistoryEvent[]> {
+    args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     if (!isUuid(args.id) || !this.table.get(args.appId, args.environment, args.id)) throw new NotFoundError('schedule', args.id);

@@ -11,6 +11,7 @@ import type { Principal } from '../../tokens/tokens.projection.js';
 import { TaskConnection, TaskState, TaskType, toTaskType } from '../task.types.js';
 import { TasksReadModel } from '../tasks.read-model.js';
 import { Requires } from '../../tokens/roles.js';
+import { canonicalId } from '../../shared/ids.js';
 
 @InputType({ description: 'Which tasks to list.' })
 export class TaskFilterInput extends AppScopedInput {
@@ -49,6 +50,7 @@ export class TaskQueriesResolver {
   @Requires('read')
   @Query(() => TaskType, { nullable: true, description: 'One standalone task by id (null when the app has no such task).' })
   async task(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<TaskType | null> {
+    args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     return readWithinAnswer(info, () => {

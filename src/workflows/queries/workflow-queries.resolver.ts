@@ -21,6 +21,7 @@ import { FINAL_STATUSES } from '../domain/workflow.decider.js';
 import { Requires } from '../../tokens/roles.js';
 import { WorkflowEndings } from './workflow-endings.js';
 import { LifecycleService } from '../../health/lifecycle.service.js';
+import { canonicalId } from '../../shared/ids.js';
 
 /** How often a waiting `awaitWorkflow` looks at its workflow again even when nothing woke it. */
 const AWAIT_RECHECK_MS = 5_000;
@@ -148,6 +149,7 @@ export class WorkflowQueriesResolver {
   @Requires('read')
   @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
   async workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowType | null> {
+    args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     return readWithinAnswer(info, () => {
@@ -163,6 +165,7 @@ export class WorkflowQueriesResolver {
       'Waits (long poll) until the workflow is COMPLETED, FAILED or TERMINATED, or `waitMs` passes, then answers it as it is (null when the app has no such workflow). `client.dispatchWorkflow(...).result()` calls it in a loop.',
   })
   async awaitWorkflow(@CurrentPrincipal() principal: Principal, @Args() args: AwaitWorkflowArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowType | null> {
+    args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
     const deadline = Date.now() + (args.waitMs ?? 20_000);
     // A slot is taken only by a poll that waits: one answered at once (ended, unknown, waitMs 0) needs none.
@@ -259,6 +262,7 @@ export class WorkflowQueriesResolver {
     description: "A workflow's history, in order, as stored: at most `first` events from `fromRevision`; `Workflow.historyLength` counts them all.",
   })
   async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs, @Info() info: GraphQLResolveInfo): Promise<HistoryEvent[]> {
+    args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
     await this.fence.upToHead();
     if (!this.readModel.get(args.appId, args.environment, args.id)) throw new NotFoundError('workflow', args.id);

@@ -7,7 +7,7 @@ import { AppScopedInput } from '../../../graphql/common.types.js';
 import { CLOCK, type Clock } from '../../../shared/clock.js';
 import { contextFor } from '../../../shared/command-context.js';
 import { NotFoundError } from '../../../shared/errors.js';
-import { isUuid } from '../../../shared/ids.js';
+import { canonicalId, isUuid } from '../../../shared/ids.js';
 import { CurrentPrincipal, assertScope } from '../../../tokens/principal.js';
 import { Requires } from '../../../tokens/roles.js';
 import type { Principal } from '../../../tokens/tokens.projection.js';
@@ -35,7 +35,8 @@ export class RetryTaskHandler implements ICommandHandler<RetryTask, TaskType> {
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
-  async execute({ principal, input }: RetryTask): Promise<TaskType> {
+  async execute({ principal, input: given }: RetryTask): Promise<TaskType> {
+    const input = { ...given, id: canonicalId(given.id) };
     assertScope(principal, input.appId, input.environment);
     if (!isUuid(input.id) || !this.tasks.get(input.appId, input.environment, input.id)) throw new NotFoundError('task', input.id);
     await this.runner.run(`task-${input.id}`, taskDecider, { type: 'RetryTask', now: this.clock.now() }, contextFor(principal, input.appId, input.environment));
