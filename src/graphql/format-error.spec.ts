@@ -64,6 +64,14 @@ describe('formatError: the field of a variable that cannot be coerced', () => {
     expect(coercionError(WORKFLOWS, { f: null }).extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'filter' });
   });
 
+  it('a variable inside a literal object or list → the argument and the field it stands for', () => {
+    const query = 'query($s: WorkflowState, $e: String!) { workflows(filter: { appId: "demo", environment: $e, state: $s }) { totalCount } }';
+    expect(coercionError(query, { s: 'NOPE', e: 'dev' }).extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'filter.state' });
+    expect(coercionError(query, { s: 'RUNNING', e: 5 }).extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'filter.environment' });
+    const dispatch = 'mutation($n: String!) { dispatchWorkflow(input: { appId: "demo", environment: "dev", name: $n, input: "[]" }) { id } }';
+    expect(coercionError(dispatch, { n: 5 }).extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'name' });
+  });
+
   it('a variable used for two different arguments → named after the variable', () => {
     const query = 'query($x: Int) { a: workflows(filter: { appId: "demo", environment: "dev" }, first: $x) { totalCount } workflowHistory(appId: "demo", environment: "dev", id: "1", fromRevision: $x) { revision } }';
     expect(coercionError(query, { x: 1.5 }).extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'x' });
