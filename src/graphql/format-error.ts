@@ -65,8 +65,8 @@ function offendingField(message: string, error: unknown): string | undefined {
   const at = new RegExp(`at "${variable}((?:\\.[_A-Za-z][_0-9A-Za-z]*|\\[\\d+\\])*)"`).exec(message)?.[1] ?? '';
   const named = /Field "([^"]+)"/.exec(message)?.[1];
   const inner = at && named && !at.endsWith(named) ? `${at}.${named}` : at || (named ? `.${named}` : '');
-  const root = (error instanceof GraphQLError ? argumentBoundTo(error, variable) : undefined) ?? variable;
-  return relativeToInput(root, inner);
+  const bound = error instanceof GraphQLError ? argumentBoundTo(error, variable) : undefined;
+  return bound ? relativeToInput(bound.argument, `${bound.inner}${inner}`) : relativeToInput(variable, inner);
 }
 
 /**
@@ -109,18 +109,31 @@ function relativeToInput(root: string, inner: string): string {
   return `${root}${inner}`;
 }
 
-/** The one argument name `$variable` is the whole value of, in the operation that declares it (and the fragments). */
-function argumentBoundTo(error: GraphQLError, variable: string): string | undefined {
+/**
+ * The one place `$variable` stands in the operation that declares it (and the fragments): an
+ * argument it is the whole value of (`first: $n`), or a field or list item inside an argument's
+ * literal value (`filter: { appId: "demo", state: $s }` → `filter` and `.state`). Undefined when it
+ * stands in several places.
+ */
+function argumentBoundTo(error: GraphQLError, variable: string): { argument: string; inner: string } | undefined {
   const position = error.positions?.[0];
   const args = error.source && position !== undefined ? argumentsOf(error.source) : undefined;
   if (!args || position === undefined) return undefined;
-  const names = new Set<string>();
+  const places = new Map<string, { argument: string; inner: string }>();
+  const walk = (argument: string, value: ValueNode, inner: string): void => {
+    if (value.kind === Kind.VARIABLE) {
+      if (value.name.value === variable) places.set(`${argument}${inner}`, { argument, inner });
+    } else if (value.kind === Kind.OBJECT) {
+      for (const field of value.fields) walk(argument, field.value, `${inner}.${field.name.value}`);
+    } else if (value.kind === Kind.LIST) {
+      value.values.forEach((item, index) => walk(argument, item, `${inner}[${index}]`));
+    }
+  };
   for (const { node, definition } of args) {
-    if (node.value.kind !== Kind.VARIABLE || node.value.name.value !== variable) continue;
     const declaring = definition.kind === Kind.OPERATION_DEFINITION && !!definition.loc && definition.loc.start <= position && position < definition.loc.end;
-    if (declaring || definition.kind === Kind.FRAGMENT_DEFINITION) names.add(node.name.value);
+    if (declaring || definition.kind === Kind.FRAGMENT_DEFINITION) walk(node.name.value, node.value, '');
   }
-  return names.size === 1 ? [...names][0] : undefined;
+  return places.size === 1 ? [...places.values()][0] : undefined;
 }
 
 interface ArgumentIn {
