@@ -119,4 +119,20 @@ describe('an id in upper case, which a `{ id }` selector takes (README, Selector
     const paused2 = await service.gql('mutation($i: PauseScheduleInput!) { pauseSchedule(input: $i) { id state } }', { i: { appId: 'demo', environment, id: S } });
     expect(paused2.body).toEqual({ data: { pauseSchedule: { id: s.id, state: 'PAUSED' } } });
   });
+
+  it('filters workflows by a schedule id in upper case', async () => {
+    const created = await service.gql('mutation($i: ScheduleWorkflowInput!) { scheduleWorkflow(input: $i) { id } }', {
+      i: { appId: 'demo', environment, name: 'FromSchedule', input: '[]', cron: '0 0 1 1 *' },
+    });
+    const scheduleId = created.body.data.scheduleWorkflow.id as string;
+    const triggered = await service.gql('mutation($i: TriggerScheduleInput!) { triggerSchedule(input: $i) { id } }', { i: { appId: 'demo', environment, id: scheduleId } });
+    const workflowId = triggered.body.data.triggerSchedule.id as string;
+    const listed = await service.gql(
+      'query($f: WorkflowFilterInput!) { workflows(filter: $f) { totalCount nodes { id } } workflowCounts(filter: $f) { state count } }',
+      { f: { appId: 'demo', environment, scheduleId: scheduleId.toUpperCase() } },
+    );
+    expect(listed.body.errors).toBeUndefined();
+    expect(listed.body.data.workflows).toEqual({ totalCount: 1, nodes: [{ id: workflowId }] });
+    expect(listed.body.data.workflowCounts.find((c: { state: string }) => c.state === 'RUNNING')).toEqual({ state: 'RUNNING', count: 1 });
+  });
 });
