@@ -130,6 +130,13 @@ class AwaitWorkflowArgs extends AppScopedIdArgs {
   waitMs?: number;
 }
 
+/** A filter's workflow and schedule ids as the API reads every id: a UUID in either case. */
+const withCanonicalIds = <F extends { parentId?: string | null; scheduleId?: string | null }>(filter: F): F => ({
+  ...filter,
+  parentId: filter.parentId == null ? filter.parentId : canonicalId(filter.parentId),
+  scheduleId: filter.scheduleId == null ? filter.scheduleId : canonicalId(filter.scheduleId),
+});
+
 @Resolver(() => WorkflowType)
 export class WorkflowQueriesResolver {
   /** awaitWorkflow polls waiting right now, per token (MAX_AWAITS_PER_TOKEN), each alias one. */
@@ -222,7 +229,7 @@ export class WorkflowQueriesResolver {
   @Requires('read')
   @Query(() => WorkflowConnection, { description: 'Workflows of an app and environment, oldest first, filtered and paginated.' })
   async workflows(@CurrentPrincipal() principal: Principal, @Args() args: WorkflowsArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowConnection> {
-    const { filter } = args;
+    const filter = withCanonicalIds(args.filter);
     assertScope(principal, filter.appId, filter.environment);
     await this.fence.upToHead();
     return readWithinAnswer(info, () => {
@@ -237,7 +244,7 @@ export class WorkflowQueriesResolver {
     assertScope(principal, args.filter.appId, args.filter.environment);
     await this.fence.upToHead();
     const states = Object.values(WorkflowState);
-    const counts = this.readModel.countByStatus({ ...args.filter, status: null }, states);
+    const counts = this.readModel.countByStatus({ ...withCanonicalIds(args.filter), status: null }, states);
     return states.map((state) => ({ state, count: counts.get(state)?.count ?? 0, capped: counts.get(state)?.capped ?? false }));
   }
 
