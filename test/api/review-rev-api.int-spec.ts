@@ -136,3 +136,35 @@ describe('an id in upper case, which a `{ id }` selector takes (README, Selector
     expect(listed.body.data.workflowCounts.find((c: { state: string }) => c.state === 'RUNNING')).toEqual({ state: 'RUNNING', count: 1 });
   });
 });
+
+describe('an idempotency key with spaces around it (README, Retrying a dispatch safely)', () => {
+  let service: Service;
+  const environment = 'review-key';
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  const dispatch = async (key: { field?: string; header?: string }) => {
+    const response = await fetch(`${service.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}`, ...(key.header !== undefined ? { 'idempotency-key': key.header } : {}) },
+      body: JSON.stringify({
+        query: 'mutation($i: DispatchWorkflowInput!) { dispatchWorkflow(input: $i) { id } }',
+        variables: { i: { appId: 'demo', environment, name: 'Keyed', input: '[]', ...(key.field !== undefined ? { idempotencyKey: key.field } : {}) } },
+      }),
+    });
+    return (await response.json()) as { data?: { dispatchWorkflow: { id: string } } | null; errors?: unknown[] };
+  };
+
+  it('is the same key as the field and as the header (HTTP drops the spaces around a header value)', async () => {
+    const first = await dispatch({ field: ' order-7 ' });
+    expect(first.errors).toBeUndefined();
+    // The retry sends the same key in the header: the same dispatch, not a second workflow.
+    expect(await dispatch({ header: ' order-7 ' })).toEqual(first);
+    // Both at once, the same value: they agree.
+    expect(await dispatch({ field: ' order-7 ', header: ' order-7 ' })).toEqual(first);
+  });
+});
