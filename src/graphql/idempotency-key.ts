@@ -19,7 +19,7 @@ export const IdempotencyKeyHeader = createParamDecorator((_: unknown, ctx: Execu
 
 /**
  * The key a dispatch runs under: the input's `idempotencyKey` or the header, which must agree when
- * both are given. Null when neither is.
+ * both are given, without the whitespace around it. Null when neither is.
  */
 export function idempotencyKeyOf(input: string | null | undefined, header: string | null): string | null {
   const fromHeader = header === null ? null : header.trim();
@@ -28,7 +28,10 @@ export function idempotencyKeyOf(input: string | null | undefined, header: strin
       throw new BadUserInputError('idempotencyKey', `the Idempotency-Key header must be 1 to ${MAX_KEY_LENGTH} printable characters`);
     }
   }
-  const fromInput = input ?? null;
+  // HTTP drops the whitespace around a header value: the field's is dropped too, so a key is the
+  // same key whichever way it is sent (a retry may send by header what the first try sent in the field).
+  const fromInput = input == null ? null : input.trim();
+  if (fromInput === '') throw new BadUserInputError('idempotencyKey', `must be 1 to ${MAX_KEY_LENGTH} printable characters, not only spaces`);
   if (fromInput !== null && fromHeader !== null && fromInput !== fromHeader) {
     throw new BadUserInputError('idempotencyKey', 'differs from the Idempotency-Key header; give one or the same in both');
   }
