@@ -173,8 +173,8 @@ export function countByPlanned(rm: ReadModelDb, plan: ListPlan, column: string):
 /**
  * A page's `endCursor`: the row's `seq` and id. The `seq` keeps the cursor's place when the row is
  * gone by the next page (retention deleted it): ids are not in `seq` order (a dispatch with an
- * idempotency key, or a schedule's, has a derived UUID v8), so "the next row by id" could skip or
- * repeat rows.
+ * idempotency key has a derived UUID v8; a schedule's carries its occurrence's time, not its
+ * dispatch's), so "the next row by id" could skip or repeat rows.
  */
 const cursorFor = (row: { seq: number; id: string }): string => `${row.seq}:${row.id}`;
 const SEQ_CURSOR = /^(\d{1,16}):/;
