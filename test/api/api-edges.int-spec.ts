@@ -1,5 +1,5 @@
 /**
- * Review of the public API as a client without an SDK uses it (README, schema.graphql).
+ * The public API as a client without an SDK uses it (README, schema.graphql).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Service, startService } from '../support/service.js';
@@ -9,7 +9,7 @@ describe('workflows paging when retention deleted the row its cursor names', () 
   // Finished workflows are deleted 0.86 s after their last change (swept every 100 ms); keyed
   // ones once their idempotency window (1 s) has passed too.
   let service: Service;
-  const environment = 'review-cursor';
+  const environment = 'edge-cursor';
   beforeAll(async () => {
     service = await startService({ env: { RETENTION_DAYS: '0.00001', RETENTION_SWEEP_MS: '100', IDEMPOTENCY_WINDOW_MS: '1000' } });
   });
@@ -67,7 +67,7 @@ describe('workflows paging when retention deleted the row its cursor names', () 
 
 describe('an id in upper case, which a `{ id }` selector takes (README, Selectors)', () => {
   let service: Service;
-  const environment = 'review-case';
+  const environment = 'edge-case';
   beforeAll(async () => {
     service = await startService();
   });
@@ -139,7 +139,7 @@ describe('an id in upper case, which a `{ id }` selector takes (README, Selector
 
 describe('an idempotency key with spaces around it (README, Retrying a dispatch safely)', () => {
   let service: Service;
-  const environment = 'review-key';
+  const environment = 'edge-key';
   beforeAll(async () => {
     service = await startService();
   });
