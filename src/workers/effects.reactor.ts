@@ -533,7 +533,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
           environment: context.environment,
           kind: data.kind,
           name: data.name,
-          input: JSON.stringify(data.args),
+          // Checked with the decision that recorded them: re-checked against MAX_PAYLOAD_BYTES, args the
+          // decision took (up to MAX_DECISION_BYTES) were refused here and the schedule skipped.
+          input: data.args,
           tag: data.tag,
           cron: data.cron,
           timezone: data.timezone,

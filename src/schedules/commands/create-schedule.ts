@@ -3,6 +3,7 @@ import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
 import { type CommandContext, DeciderRunner } from '../../event-store/decider-runner.js';
 import { contextFor } from '../../shared/command-context.js';
 import { CLOCK, type Clock } from '../../shared/clock.js';
+import type { Json } from '../../event-store/event-store.port.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { parseJsonArray } from '../../shared/json.js';
 import { inputLimits } from '../../shared/limits.js';
@@ -19,8 +20,12 @@ export interface NewSchedule {
   environment: string;
   kind: ScheduleKind;
   name: string;
-  /** The raw `input` string (a JSON array). */
-  input: string;
+  /**
+   * The raw `input` string (a JSON array), checked against the input limits; or the arguments a
+   * workflow's decision recorded (`ctx.schedule`), already checked with the decision and taken as
+   * they are (as a child workflow's or a task's are).
+   */
+  input: string | Json[];
   tag: string | null;
   cron: string;
   timezone: string | null;
@@ -55,7 +60,7 @@ export class ScheduleCreator {
 
   /** Creates the schedule on behalf of `context` (already authorised); creating one that exists does nothing. */
   async createFor(context: CommandContext, s: NewSchedule): Promise<ScheduleResult> {
-    const input = parseJsonArray('input', s.input, inputLimits(this.config));
+    const input = typeof s.input === 'string' ? parseJsonArray('input', s.input, inputLimits(this.config)) : s.input;
     const now = this.clock.now();
     const timezone = normalizeTimezone(s.timezone);
     validateCron(s.cron, timezone, now);
