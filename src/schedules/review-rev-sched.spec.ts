@@ -65,5 +65,16 @@ describe('a fired occurrence not dispatched yet, across a restart', () => {
     const restarted = new SchedulesReadModel();
     rm.db.transaction(() => new SchedulesProjection(restarted, table).load())();
     expect([...restarted.awaiting()].map((a) => a.dispatchId)).toEqual(['d1']);
+
+    // Once d1's dispatch is in the log, nothing is awaited any more, before or after a restart.
+    const before = events.length;
+    add('task-d1', 'TaskDispatched', { taskId: 'd1', appId: 'demo', environment: 'prod', name: 'Report', args: [], scheduleId: 's1' }, T0 + 3000);
+    rm.db.transaction(() => table.project(new StoredEvent(events[before])))();
+    live.apply(events[before]);
+    expect([...live.awaiting()]).toEqual([]);
+    const again = new SchedulesReadModel();
+    rm.db.transaction(() => new SchedulesProjection(again, table).load())();
+    expect([...again.awaiting()]).toEqual([]);
+    expect(rm.db.prepare('SELECT pending_dispatch FROM rm_schedules WHERE id = ?').get('s1')).toEqual({ pending_dispatch: null });
   });
 });

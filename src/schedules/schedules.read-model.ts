@@ -170,8 +170,8 @@ export class SchedulesReadModel {
    * Puts back what `rm_schedules` kept of a schedule (at start, instead of a replay): the schedule
    * itself unless it is deleted, and its last dispatch when it is still awaited, still running or failed (a retry may run it again).
    */
-  restore(view: ScheduleView, awaiting: AwaitingDispatch | null, running: string | null): void {
-    if (awaiting) this.awaitingDispatch.set(awaiting.dispatchId, awaiting);
+  restore(view: ScheduleView, awaiting: readonly AwaitingDispatch[], running: string | null): void {
+    for (const entry of awaiting) this.awaitingDispatch.set(entry.dispatchId, entry);
     if (view.state.status === 'deleted') return;
     this.hold(view);
     if (running) this.lastDispatchOf.set(running, view.id);
@@ -233,6 +233,18 @@ interface ScheduleRow {
   updated_at: number;
 }
 
+/**
+ * `pending_dispatch` holds the dispatches fired and not yet in the log: one id as it is (the usual
+ * case, and how rows were written before), several as a JSON array. Several: an earlier firing
+ * whose dispatch is late (its instance died, or the dispatch failed) when a later firing or a
+ * trigger of the same schedule was dispatched; keeping only the last one lost the earlier firing
+ * at a restart. At most MAX_PENDING are kept (the newest), so that a row stays small even when
+ * dispatches keep failing.
+ */
+const MAX_PENDING = 1000;
+const pendingIds = (value: string | null): string[] => (value === null ? [] : value.startsWith('[') ? (JSON.parse(value) as string[]) : [value]);
+const pendingValue = (ids: string[]): string | null => (ids.length === 0 ? null : ids.length === 1 ? ids[0] : JSON.stringify(ids.slice(-MAX_PENDING)));
+
 /** What start-up loads: a row, whether its last dispatch is still awaited, and whether that workflow has ended. */
 type KeptRow = ScheduleRow & { pending_dispatch: string | null; finished: number };
 
@@ -248,11 +260,11 @@ const toView = (row: ScheduleRow): ScheduleView => ({
 /**
  * Schedules in `rm_schedules`: each row the decider state folded so far (written in the
  * ProjectionRunner's batch transaction), with the columns its lists filter on (app, environment,
- * name, status; indexes ending in `seq`, creation order) and `pending_dispatch`, the last
- * dispatch a firing or trigger decided whose `TaskDispatched`/`WorkflowDispatched` is not in the
- * log yet. The API reads schedules here, deleted ones included; the scheduler keeps in memory
+ * name, status; indexes ending in `seq`, creation order) and `pending_dispatch`, the
+ * dispatches firings or triggers decided whose `TaskDispatched`/`WorkflowDispatched` is not in
+ * the log yet (see `pendingIds`). The API reads schedules here, deleted ones included; the scheduler keeps in memory
  * only those that can fire (`SchedulesReadModel`), loaded from these rows at start through a
- * partial index that holds no deleted schedule once its last dispatch is in the log.
+ * partial index that holds no deleted schedule once its dispatches are in the log.
  */
 @ReadModel([...SCHEDULE_EVENT_TYPES, 'TaskDispatched', 'WorkflowDispatched'])
 export class SchedulesTable implements DurableProjection {
@@ -323,7 +335,8 @@ export class SchedulesTable implements DurableProjection {
       ),
       // Apart, so that a firing leaves the states' index alone.
       setStatus: db.prepare<[string, string]>('UPDATE rm_schedules SET status = ? WHERE id = ?'),
-      dispatched: db.prepare<[string, string]>('UPDATE rm_schedules SET pending_dispatch = NULL WHERE id = ? AND pending_dispatch = ?'),
+      pending: db.prepare<[string], { pending_dispatch: string | null }>('SELECT pending_dispatch FROM rm_schedules WHERE id = ?'),
+      dispatched: db.prepare<[string | null, string]>('UPDATE rm_schedules SET pending_dispatch = ? WHERE id = ?'),
     };
   }
 
@@ -331,7 +344,9 @@ export class SchedulesTable implements DurableProjection {
     const { streamId, revision, position, recordedAt } = stored.recorded;
     if (!streamId.startsWith('schedule-')) {
       const dispatched = scheduledDispatch(stored.recorded);
-      if (dispatched) this.stmt.dispatched.run(dispatched.scheduleId, dispatched.dispatchId);
+      if (!dispatched) return;
+      const ids = pendingIds(this.stmt.pending.get(dispatched.scheduleId)?.pending_dispatch ?? null);
+      if (ids.includes(dispatched.dispatchId)) this.stmt.dispatched.run(pendingValue(ids.filter((id) => id !== dispatched.dispatchId)), dispatched.scheduleId);
       return;
     }
     const id = streamId.slice('schedule-'.length);
@@ -346,7 +361,10 @@ export class SchedulesTable implements DurableProjection {
     }
     if (Number(revision) <= row.revision) return;
     const state = scheduleDecider.evolve(JSON.parse(row.state) as ExistingSchedule, event) as ExistingSchedule;
-    const pending = event.type === 'ScheduleFired' || event.type === 'ScheduleTriggered' ? event.data.dispatchId : row.pending_dispatch;
+    const pending =
+      event.type === 'ScheduleFired' || event.type === 'ScheduleTriggered'
+        ? pendingValue([...pendingIds(row.pending_dispatch).filter((id) => id !== event.data.dispatchId), event.data.dispatchId])
+        : row.pending_dispatch;
     this.stmt.update.run(Number(revision), JSON.stringify(state), recordedAt.getTime(), pending, id);
     if (state.status !== row.status) this.stmt.setStatus.run(state.status, id);
   }
@@ -374,7 +392,7 @@ export class SchedulesTable implements DurableProjection {
    * still awaited or (a workflow) still running, or failed (a retry may run it again). Read through `rm_schedules_kept`, which holds no
    * other deleted schedule: the cost follows the schedules that can fire, not all there were.
    */
-  kept(): Array<{ view: ScheduleView; awaiting: AwaitingDispatch | null; running: string | null }> {
+  kept(): Array<{ view: ScheduleView; awaiting: AwaitingDispatch[]; running: string | null }> {
     const rows = prepareIndexed(
       this.rm,
       `SELECT s.id, s.seq, s.revision, s.state, s.created_at, s.updated_at, s.pending_dispatch,
@@ -390,8 +408,8 @@ export class SchedulesTable implements DurableProjection {
       const last = state.lastDispatchId;
       return {
         view,
-        awaiting:
-          last !== null && row.pending_dispatch === last ? { scheduleId: row.id, dispatchId: last, firedAt: state.lastFiredAt ?? state.updatedAt, spec: state.spec } : null,
+        // Every firing whose dispatch is not in the log (start-up dispatches them at once).
+        awaiting: pendingIds(row.pending_dispatch).map((dispatchId) => ({ scheduleId: row.id, dispatchId, firedAt: state.lastFiredAt ?? state.updatedAt, spec: state.spec })),
         running: last !== null && state.status !== 'deleted' && state.spec.kind === 'workflow' && !row.finished ? last : null,
       };
     });
