@@ -1,5 +1,5 @@
 /**
- * Review (rev-sched): a schedule a workflow asks for (`ctx.schedule`) whose arguments are over
+ * A schedule a workflow asks for (`ctx.schedule`) whose arguments are over
  * MAX_PAYLOAD_BYTES but within the decision's own limit (MAX_DECISION_BYTES). The decision is
  * checked and recorded (ScheduleRequested), the workflow gets the schedule's id and goes on; the
  * effects reactor then creates the schedule through `ScheduleCreator.createFor`, which parses the
@@ -15,7 +15,7 @@ import { waitFor } from '../support/wait-for.js';
 import { Schedules } from './schedule-helpers.js';
 
 const APP = 'demo';
-const ENV = 'review-rev-sched';
+const ENV = 'schedule-args';
 const PAYLOAD = 4096;
 
 const noop = defineWorkflow('RevSchedNoop', async () => 'ok');

@@ -1,5 +1,5 @@
 /**
- * Review (rev-sched): a fired occurrence whose dispatch is not in the log must survive a restart
+ * A fired occurrence whose dispatch is not in the log must survive a restart
  * (README, Exactly once: "At start, and on any instance a while after a firing, firings whose
  * dispatch is not in the log are dispatched again under the same id"). `rm_schedules` keeps one
  * `pending_dispatch` per schedule, the LAST firing's: when a later firing (the next occurrence of
