@@ -1,0 +1,55 @@
+/**
+ * Review (rev-sdk): edges of the workflow context found by probing WorkflowReplay directly.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { defineWorkflow } from './definitions.js';
+import { HistoryEvent, WorkflowReplay } from './workflow-context.js';
+
+const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+const WF = '0190aaaa-0000-7000-8000-0000000000r1';
+
+const start = (name: string): HistoryEvent[] => [
+  { revision: 0, type: 'WorkflowDispatched', data: { workflowId: WF, name, input: [], seqBase: 0 } },
+  { revision: 1, type: 'DecisionStarted', data: { startedAt: new Date(T0).toISOString() } },
+];
+
+describe('waitForEvent with a timeout too far for a date', () => {
+  // A timeout that toMs takes (a finite number, or e.g. '99999999999w') but that puts the timer
+  // past the last date JavaScript can write: the call rejects (RangeError from toISOString), but
+  // the wait it had already registered stays and takes the next event of that name, which the
+  // code never sees. The source's own comment says a bad duration must reject "before any wait
+  // is registered (a wait left behind took the next event of that name)".
+  it('leaves no wait behind: the next waitForEvent of that name gets the event', async () => {
+    const wf = defineWorkflow('FarTimeout', async (ctx) => {
+      const first = await ctx.waitForEvent('go', { timeout: '99999999999w' }).then(
+        () => 'waited',
+        (e: Error) => `refused: ${e.name}`,
+      );
+      const second = await ctx.waitForEvent('go');
+      return [first, second];
+    });
+    const replay = new WorkflowReplay(wf, WF, []);
+    const first = await replay.feed(start('FarTimeout'));
+    expect(first).toEqual([]);
+    const commands = await replay.feed([
+      { revision: 2, type: 'DecisionCompleted', data: { commands: first } },
+      { revision: 3, type: 'WorkflowEventReceived', data: { name: 'go', data: [42] } },
+      { revision: 4, type: 'DecisionStarted', data: { startedAt: new Date(T0 + 1000).toISOString() } },
+    ]);
+    expect(commands).toEqual([{ type: 'CompleteWorkflow', result: ['refused: RangeError', ['go', 42]] }]);
+  });
+});
+
+describe('ctx methods taken off the context', () => {
+  // Every ctx method works when taken off the context (`const { run, step } = ctx`) except
+  // `sleep`, which calls `this.sleepUntil`: destructured, it throws a TypeError and fails the workflow.
+  it('sleep works destructured, as run, step, sleepUntil and waitForEvent do', async () => {
+    const wf = defineWorkflow('Destructured', async (ctx) => {
+      const { sleep } = ctx;
+      await sleep('1s');
+      return 'slept';
+    });
+    const commands = await new WorkflowReplay(wf, WF, [], start('Destructured')).execute();
+    expect(commands).toEqual([{ type: 'StartTimer', seq: 0, fireAt: new Date(T0 + 1000).toISOString() }]);
+  });
+});
