@@ -661,7 +661,7 @@ export class WorkflowReplay {
     };
     const control = (selector: Selector, action: 'send' | 'pause' | 'resume' | 'terminate', event?: { name: string; data: unknown[] }) =>
       self.command({ type: 'ControlWorkflows', seq: self.seq++, selector, action, ...(event ? { event: { name: event.name, data: event.data as Json[] } } : {}) });
-    return {
+    const ctx: WorkflowContext = {
       workflowId: this.workflowId,
       get isReplaying() {
         return self.replaying;
@@ -697,7 +697,8 @@ export class WorkflowReplay {
         return self.await(seq);
       },
       sleep(duration) {
-        return this.sleepUntil(self.time + toMs(duration));
+        // Through the context itself, not `this`: taken off ctx (`const { sleep } = ctx`), as every other method works.
+        return ctx.sleepUntil(self.time + toMs(duration));
       },
       sleepUntil(date) {
         const seq = self.seq++;
@@ -717,18 +718,19 @@ export class WorkflowReplay {
         }
         // A bad duration rejects the call before any wait is registered (a wait left behind took
         // the next event of that name). Same seq, same rejection as before: old histories replay the same.
-        let timeoutMs: number | undefined;
+        // A timeout past the last date a Date can hold rejects the same way (its fireAt cannot be written).
+        let fireAt: string | undefined;
         try {
-          timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
+          const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
+          fireAt = timeoutMs === undefined ? undefined : new Date(self.time + timeoutMs).toISOString();
         } catch (error) {
           return Promise.reject(error);
         }
-        const timeout = timeoutMs;
         return new Promise((resolve) => {
-          const timed = timeout !== undefined;
+          const timed = fireAt !== undefined;
           self.waiters.push({ seq, name, resolve, timed });
-          if (timeout !== undefined) {
-            self.command({ type: 'StartTimer', seq, fireAt: new Date(self.time + timeout).toISOString() });
+          if (fireAt !== undefined) {
+            self.command({ type: 'StartTimer', seq, fireAt });
             self.timers.set(seq, () => {
               self.waiters = self.waiters.filter((w) => w.seq !== seq);
               resolve(null);
@@ -781,6 +783,7 @@ export class WorkflowReplay {
       },
       log: { info: log('info'), warn: log('warn'), error: log('error') },
     };
+    return ctx;
   }
 }
 
