@@ -386,7 +386,8 @@ export class Client {
     const workflow = await this.workflow(appId, environment, id);
     if (!workflow) throw new BatonRequestError(`workflow ${id} not found`, 'NOT_FOUND', 200);
     const answers = workflow.queries === null ? {} : (JSON.parse(workflow.queries) as Record<string, T>);
-    return answers[name];
+    // Own answers only: `constructor` or `toString` is no query of the workflow's.
+    return Object.prototype.hasOwnProperty.call(answers, name) ? answers[name] : undefined;
   }
 
   /**

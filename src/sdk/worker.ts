@@ -638,7 +638,9 @@ export class Worker {
         ),
         aborted,
       ]);
-      report.result = JSON.stringify(result === undefined ? null : result);
+      // What JSON writes as nothing (a function, a symbol) is null, as `undefined` is: a report with no
+      // outcome was refused, and the attempt ran again at each lapse of its lease.
+      report.result = JSON.stringify(result === undefined ? null : result) ?? 'null';
     } catch (error) {
       const e = toError(error);
       if (this.releasing.has(item.ref) || this.stoppedForFailedWorkflow.has(item.ref)) report.released = true;
