@@ -53,3 +53,30 @@ describe('ctx methods taken off the context', () => {
     expect(commands).toEqual([{ type: 'StartTimer', seq: 0, fireAt: new Date(T0 + 1000).toISOString() }]);
   });
 });
+
+describe('an Error whose message or name String() cannot write', () => {
+  // toError never throws (a throw there is an unhandled rejection, which ends the worker
+  // process), but errorText then wrote `String(error.message)`: an Error whose message is an
+  // object without a prototype (or whose message getter throws) threw from the code that records
+  // the failure, and the workflow's decision was never made (the rejection went unhandled).
+  const unprintable = () => Object.assign(new Error('x'), { message: Object.create(null) as string });
+  it('fails the workflow with a description of the error', async () => {
+    const wf = defineWorkflow('ThrowsUnprintable', async () => {
+      throw unprintable();
+    });
+    const commands = await new WorkflowReplay(wf, WF, [], start('ThrowsUnprintable')).execute();
+    expect(commands).toEqual([{ type: 'FailWorkflow', error: expect.objectContaining({ message: expect.any(String) }) }]);
+  });
+  it('fails the step with a description of the error', async () => {
+    const wf = defineWorkflow('StepThrowsUnprintable', async (ctx) => {
+      return ctx.step('bad', () => {
+        throw unprintable();
+      }).catch((e: Error) => `caught: ${e.name}`);
+    });
+    const commands = await new WorkflowReplay(wf, WF, [], start('StepThrowsUnprintable')).execute();
+    expect(commands).toEqual([
+      { type: 'RecordStep', seq: 0, name: 'bad', error: { message: expect.any(String) } },
+      { type: 'CompleteWorkflow', result: 'caught: TaskFailedError' },
+    ]);
+  });
+});
