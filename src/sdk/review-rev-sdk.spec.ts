@@ -80,3 +80,21 @@ describe('an Error whose message or name String() cannot write', () => {
     ]);
   });
 });
+
+describe('a query handler that throws an Error String() cannot write', () => {
+  // "One that throws ... answers { error: message } (the decision and the other queries' answers
+  // are unaffected)": this one threw from answerQueries, and the worker failed the decision (WORKER_ERROR), again at each retry.
+  it('answers { error } and leaves the other answers', async () => {
+    const wf = defineWorkflow('QueryThrowsUnprintable', async (ctx) => {
+      ctx.onQuery('bad', () => {
+        throw Object.assign(new Error('x'), { message: Object.create(null) as string });
+      });
+      ctx.onQuery('good', () => 'fine');
+      await ctx.waitForEvent('never');
+    });
+    const replay = new WorkflowReplay(wf, WF, [], start('QueryThrowsUnprintable'));
+    await replay.execute();
+    const answers = JSON.parse(replay.answerQueries()!);
+    expect(answers).toEqual({ bad: { error: expect.any(String) }, good: 'fine' });
+  });
+});
