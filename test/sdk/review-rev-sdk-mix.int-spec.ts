@@ -16,7 +16,7 @@ import { waitFor } from '../support/wait-for.js';
 const APP = 'demo';
 
 const echo = defineTask('mixEcho', async (_ctx, x: unknown) => x);
-const child = defineWorkflow('MixChild', async (ctx, n: number) => (await ctx.step('double', () => n * 2)) + (await ctx.run(echo, 1)));
+const child = defineWorkflow('MixChild', async (ctx, n: number) => (await ctx.step('double', () => n * 2)) + Number(await ctx.run(echo, 1)));
 const mix = defineWorkflow('Mix', async (ctx, n: number) => {
   const log: unknown[] = [ctx.uuid(), ctx.random()];
   let stage = 'start';
