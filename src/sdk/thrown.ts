@@ -78,5 +78,20 @@ function graphemeEnd(text: string, end: number): number {
  * @internal
  */
 export function errorText(error: Error): { message: string; name: string } {
-  return { message: cutText(String(error.message), MAX_ERROR_MESSAGE_LENGTH), name: cutText(String(error.name), MAX_ERROR_NAME_LENGTH) };
+  return { message: cutText(text(() => error.message), MAX_ERROR_MESSAGE_LENGTH), name: cutText(text(() => error.name, 'Error'), MAX_ERROR_NAME_LENGTH) };
+}
+
+/** A field of an error as text, never throwing (as `toError`): a getter that throws, or a value `String()` cannot write. */
+function text(read: () => unknown, otherwise?: string): string {
+  let value: unknown;
+  try {
+    value = read();
+  } catch {
+    return otherwise ?? 'an error whose message cannot be read was thrown';
+  }
+  try {
+    return String(value);
+  } catch {
+    return otherwise ?? describeUnprintable(value);
+  }
 }

@@ -298,7 +298,7 @@ export class WorkflowReplay {
       } catch (error) {
         // Cut as thrown errors are: a message holding a response body put the answers over the
         // service's JSON limits, and the decision carrying them was refused again and again.
-        answer = JSON.stringify({ error: cutText(String(toError(error).message), MAX_ERROR_MESSAGE_LENGTH) });
+        answer = JSON.stringify({ error: errorText(toError(error)).message });
       }
       answers.push(`${JSON.stringify(name)}:${answer}`);
     }
