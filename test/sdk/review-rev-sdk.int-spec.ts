@@ -16,13 +16,16 @@ const givesFunction = defineTask('givesFunction', async () => {
   return () => 1;
 });
 const takesFunction = defineWorkflow('TakesFunction', async (ctx) => ({ got: await ctx.run(givesFunction) }));
+let badStepRuns = 0;
+/** A step whose name the service refuses (empty): its decision can never be recorded. */
+const badStepName = defineWorkflow('BadStepName', async (ctx) => ctx.step('', () => ++badStepRuns));
 const noQueries = defineWorkflow('NoQueries', async (ctx) => {
   await ctx.waitForEvent('never');
 });
 
 let baton: InProcessWorker;
 beforeAll(async () => {
-  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [givesFunction], workflows: [takesFunction, noQueries] });
+  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [givesFunction], workflows: [takesFunction, noQueries, badStepName] });
 }, 60_000);
 afterAll(() => baton?.stop(), 60_000);
 
@@ -48,4 +51,19 @@ describe('Client.queryWorkflow', () => {
       expect(await baton.client.queryWorkflow(APP, ENV, id, name)).toBeUndefined();
     }
   });
+});
+
+describe('a step whose name the service refuses', () => {
+  // The service refuses a RecordStep whose name is empty, longer than 256 characters or holds
+  // control characters. The SDK ran the step first and only then sent the decision: refused, it
+  // was recorded failed (DECISION_REJECTED) and made again after a backoff, running the step's side
+  // effect again every time, for as long as the workflow ran (4 runs in 15 s here). The bad name is a bad argument: the
+  // call throws in the workflow's code, before anything runs.
+  it('never runs the step, and fails the workflow saying why', async () => {
+    const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'BadStepName' });
+    const ended = await baton.client.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 });
+    expect(badStepRuns).toBe(0);
+    expect(ended?.state).toBe('FAILED');
+    expect(ended?.error).toMatch(/step name/);
+  }, 30_000);
 });
