@@ -91,6 +91,8 @@ export interface WorkflowContext {
    * worker's heartbeats keep the decision's lease. The result must be JSON (`undefined` becomes
    * `null`). Steps that run at once (`Promise.all`) run in parallel, and each is handed back in the
    * order it was called. Use `run` for work that should survive the worker or be shared by others.
+   * `name` is 1 to 256 characters without control characters (what the service records): another
+   * throws a `TypeError` from the call, before `fn` runs.
    * @example
    * const rate = await ctx.step('fetch rate', ({ signal }) => fetchRate('EUR', { signal }), { retry: { maxAttempts: 5, initialDelay: '200ms' }, timeout: '2s' });
    */
@@ -673,6 +675,10 @@ export class WorkflowReplay {
       },
       step(name, fn, options = {}) {
         if (self.finished) return new Promise(() => {});
+        // A name the service refuses had the step run, its decision refused and made again, running it again each time.
+        if (typeof name !== 'string' || name.length === 0 || name.length > MAX_STEP_NAME_LENGTH || !PRINTABLE_NAME.test(name)) {
+          throw new TypeError(`step name must be a string of 1 to ${MAX_STEP_NAME_LENGTH} characters without control characters or unpaired surrogates, not ${JSON.stringify(String(name).slice(0, 80))}`);
+        }
         const seq = self.seq++;
         // A bad duration throws here, in the workflow's code, as a bad argument to any call would.
         const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout);
@@ -833,6 +839,11 @@ function stepRetryDelay(policy: RetryPolicyMs, attempt: number, error: Error): n
   if (error instanceof RetryableError && error.retryAfterMs !== undefined) return Math.max(0, error.retryAfterMs);
   return backoffDelay(policy, attempt);
 }
+
+/** The longest step name the service records (its MAX_NAME_LENGTH). */
+const MAX_STEP_NAME_LENGTH = 256;
+/** A name the service takes: no control characters, no unpaired surrogates (as its PRINTABLE). */
+const PRINTABLE_NAME = /^(?:[^\u0000-\u001f\u007f-\u009f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
 
 /** Most events received and never taken that a continue-as-new carries into the new run. */
 export const MAX_CARRIED_EVENTS = 1000;
