@@ -37,7 +37,8 @@ export class RetryableError extends Error {
    * Makes the error; throw it from a task (or a step) to retry after a delay of your choosing.
    * @param message - Why this attempt failed, recorded with the attempt.
    * @param options - `retryAfterMs`: delay before the next attempt, in milliseconds (default: the
-   *   retry policy's backoff; a negative one is 0, one past 365 days is 365 days); `cause`: the
+   *   retry policy's backoff; a negative one is 0, one past 2^31 - 1 ms (about 24.8 days, what the
+   *   worker protocol carries) is that); `cause`: the
    *   underlying error, kept as `error.cause`.
    */
   constructor(message: string, options?: { retryAfterMs?: number; cause?: unknown }) {

@@ -122,8 +122,12 @@ export interface WorkerOptions {
   logger?: Pick<Console, 'info' | 'warn' | 'error'>;
 }
 
-/** The longest delay a task's `RetryableError` may ask for, as the service takes it (365 days). */
-const MAX_RETRY_AFTER_MS = 365 * 24 * 3_600_000;
+/**
+ * The longest delay a task's `RetryableError` may ask for, as the service takes it: the report
+ * carries it as a GraphQL Int (about 24.8 days). 365 days, as before, was refused by the Int's
+ * coercion, and with it the whole report (every outcome sent alongside).
+ */
+const MAX_RETRY_AFTER_MS = 2 ** 31 - 1;
 
 /** The longest a poll may wait for work on the service (its pollWork `waitMs` takes up to 60 s). */
 const MAX_POLL_WAIT_MS = 60_000;
@@ -647,7 +651,7 @@ export class Worker {
       else report.error = {
         ...errorText(e),
         ...(e instanceof NonRetryableError ? { nonRetryable: true } : {}),
-        // Within what the service takes (0 to 365 days): a delay computed as `resetAt - Date.now()`
+        // Within what the service takes (0 to about 24.8 days, a GraphQL Int): a delay computed as `resetAt - Date.now()`
         // came out negative, and the service refused the whole report for it.
         ...(e instanceof RetryableError && e.retryAfterMs !== undefined && !Number.isNaN(e.retryAfterMs) ? { retryAfterMs: Math.min(Math.max(0, Math.round(e.retryAfterMs)), MAX_RETRY_AFTER_MS) } : {}),
       };

@@ -251,7 +251,8 @@ export class TaskErrorInput {
   @IsOptional()
   @IsInt()
   @Min(0)
-  @Max(365 * 24 * 3_600_000)
+  // A GraphQL Int: coercion refuses more than 2^31 - 1 before this check runs.
+  @Max(2 ** 31 - 1)
   retryAfterMs?: number | null;
 }
 
