@@ -20,9 +20,28 @@ const rateLimited = defineTask(
 );
 const calls = defineWorkflow('RevCalls', async (ctx, delayMs: number) => ctx.run(rateLimited, delayMs));
 
+const quick = defineTask('revQuick', (_ctx, n: number) => n * 2);
+/** Timers at the edges: 0, a date in the past, 200 at once, one losing a race, one 30 days away. */
+const timers = defineWorkflow('RevTimers', async (ctx) => {
+  const t0 = ctx.now().getTime();
+  await ctx.sleep(0);
+  await ctx.sleepUntil(t0 - 60_000);
+  await Promise.all(Array.from({ length: 200 }, (_, i) => ctx.sleep(i % 7)));
+  const raced = await Promise.race([ctx.sleep('30d').then(() => 'timer'), ctx.run(quick, 21)]);
+  const timed = await ctx.waitForEvent('never', { timeout: 0 });
+  return { raced, timed };
+});
+/** Two waits on one name, then 100 events taken one by one (most sent before the code waits for them). */
+const events = defineWorkflow('RevEvents', async (ctx) => {
+  const both = await Promise.all([ctx.waitForEvent('go'), ctx.waitForEvent('go', { timeout: '1h' })]);
+  const got: number[] = [];
+  for (let i = 0; i < 100; i++) got.push((await ctx.waitForEvent('n'))![1] as number);
+  return { both: both.map((e) => e![1]).sort(), got: got.sort((a, b) => a - b) };
+});
+
 let baton: InProcessWorker;
 beforeAll(async () => {
-  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [rateLimited], workflows: [calls] }, { env: { LEASE_MS: '2000' } });
+  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [rateLimited, quick], workflows: [calls, timers, events] }, { env: { LEASE_MS: '2000' } });
 });
 afterAll(() => baton?.stop());
 
@@ -43,5 +62,29 @@ describe('RetryableError asking for a delay past 24.8 days (the SDK said it took
     expect(failed.error.message).toBe('rate limited');
     // Capped at what the protocol carries (a GraphQL Int of ms, about 24.8 days).
     expect(Date.parse(failed.retryAt!)).toBeGreaterThanOrEqual(before + 2 ** 31 - 1);
+  });
+});
+
+describe('timers at the edges', () => {
+  it('sleep(0), a date in the past, 200 timers at once, a 30-day timer losing a race, a wait timing out at 0: the workflow completes', async () => {
+    const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevTimers', input: [] });
+    expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 30_000 })).toEqual({ raced: 42, timed: null });
+    const history = await baton.client.workflowHistory(APP, ENV, id);
+    expect(history.filter((e) => e.type === 'TimerFired')).toHaveLength(2 + 200 + 1);
+    expect(history.filter((e) => e.type === 'DecisionFailed')).toHaveLength(0);
+  });
+});
+
+describe('events at the edges', () => {
+  it('two waits on one name take one event each; 100 events sent at once are each taken once', async () => {
+    const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevEvents', input: [] });
+    const send = (name: string, value: number) => baton.client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name, data: [value] });
+    await Promise.all(Array.from({ length: 100 }, (_, i) => send('n', i)));
+    await send('go', 1);
+    await send('go', 2);
+    expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 30_000 })).toEqual({ both: [1, 2], got: Array.from({ length: 100 }, (_, i) => i) });
+    await send('late', 3);
+    const history = await baton.client.workflowHistory(APP, ENV, id);
+    expect(history.filter((e) => e.type === 'WorkflowEventReceived')).toHaveLength(102);
   });
 });
