@@ -31,6 +31,20 @@ const timers = defineWorkflow('RevTimers', async (ctx) => {
   const timed = await ctx.waitForEvent('never', { timeout: 0 });
   return { raced, timed };
 });
+/** A child that continues as new `runs` times, then completes, fails, or waits for ever. */
+const kid = defineWorkflow('RevKid', async (ctx, runs: number, mode: string) => {
+  if (runs > 0) return ctx.continueAsNew(runs - 1, mode);
+  if (mode === 'fail') throw new Error('kid failed');
+  if (mode === 'wait') await ctx.waitForEvent('never');
+  return `done ${mode}`;
+});
+const parent = defineWorkflow('RevParent', async (ctx, runs: number, mode: string) => {
+  try {
+    return await ctx.workflow(kid, runs, mode);
+  } catch (e) {
+    return `caught ${(e as Error).name}: ${(e as Error).message}`;
+  }
+});
 /** Two waits on one name, then 100 events taken one by one (most sent before the code waits for them). */
 const events = defineWorkflow('RevEvents', async (ctx) => {
   const both = await Promise.all([ctx.waitForEvent('go'), ctx.waitForEvent('go', { timeout: '1h' })]);
@@ -41,7 +55,7 @@ const events = defineWorkflow('RevEvents', async (ctx) => {
 
 let baton: InProcessWorker;
 beforeAll(async () => {
-  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [rateLimited, quick], workflows: [calls, timers, events] }, { env: { LEASE_MS: '2000' } });
+  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [rateLimited, quick], workflows: [calls, timers, events, kid, parent] }, { env: { LEASE_MS: '2000' } });
 });
 afterAll(() => baton?.stop());
 
@@ -86,5 +100,31 @@ describe('events at the edges', () => {
     await send('late', 3);
     const history = await baton.client.workflowHistory(APP, ENV, id);
     expect(history.filter((e) => e.type === 'WorkflowEventReceived')).toHaveLength(102);
+  });
+});
+
+describe('a child that continues as new before it ends', () => {
+  const childOf = async (id: string) =>
+    waitFor(async () => {
+      const started = (await baton.client.workflowHistory(APP, ENV, id)).find((e) => e.type === 'ChildWorkflowStarted');
+      return started ? (started.data as { childId: string }).childId : undefined;
+    }, { timeoutMs: 20_000, description: 'the child started' });
+
+  it('tells its parent its result after its last run', async () => {
+    const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: [2, 'ok'] });
+    expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 30_000 })).toBe('done ok');
+  });
+
+  it('tells its parent it failed', async () => {
+    const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: [2, 'fail'] });
+    expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 30_000 })).toMatch(/^caught .*: kid failed$/);
+  });
+
+  it('tells its parent it was terminated', async () => {
+    const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: [2, 'wait'] });
+    const child = await childOf(id);
+    await waitFor(async () => (await baton.client.workflowHistory(APP, ENV, child)).filter((e) => e.type === 'WorkflowContinuedAsNew').length === 2, { timeoutMs: 20_000, description: 'the child in its third run' });
+    await baton.client.terminateWorkflows({ appId: APP, environment: ENV, selector: { id: child }, reason: 'stop' });
+    expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 30_000 })).toMatch(/^caught TaskFailedError: child workflow .* was terminated$/);
   });
 });
