@@ -16,5 +16,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicyMs = {
 
 /** The wait before the attempt after `attempt` (1-based): exponential, capped. */
 export function backoffDelay(policy: RetryPolicyMs, attempt: number): number {
+  // No delay grows from 0 (0 * Infinity is NaN once the factor's power overflows a double).
+  if (policy.initialDelayMs <= 0) return 0;
   return Math.min(policy.initialDelayMs * policy.backoffFactor ** Math.max(0, attempt - 1), policy.maxDelayMs);
 }
