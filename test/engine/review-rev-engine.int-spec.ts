@@ -45,6 +45,12 @@ const parent = defineWorkflow('RevParent', async (ctx, runs: number, mode: strin
     return `caught ${(e as Error).name}: ${(e as Error).message}`;
   }
 });
+/** Dispatches `n` children (fire and forget) that complete at once, then waits for an event. */
+const dispatcher = defineWorkflow('RevDispatcher', async (ctx, n: number) => {
+  for (let i = 0; i < n; i++) ctx.dispatch(kid, 0, 'ok');
+  await ctx.waitForEvent('go');
+  return 'done';
+});
 /** Two waits on one name, then 100 events taken one by one (most sent before the code waits for them). */
 const events = defineWorkflow('RevEvents', async (ctx) => {
   const both = await Promise.all([ctx.waitForEvent('go'), ctx.waitForEvent('go', { timeout: '1h' })]);
@@ -55,7 +61,7 @@ const events = defineWorkflow('RevEvents', async (ctx) => {
 
 let baton: InProcessWorker;
 beforeAll(async () => {
-  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [rateLimited, quick], workflows: [calls, timers, events, kid, parent] }, { env: { LEASE_MS: '2000' } });
+  baton = await startInProcessWorker({ appId: APP, environment: ENV, tasks: [rateLimited, quick], workflows: [calls, timers, events, kid, parent, dispatcher] }, { env: { LEASE_MS: '2000' } });
 });
 afterAll(() => baton?.stop());
 
@@ -126,5 +132,22 @@ describe('a child that continues as new before it ends', () => {
     await waitFor(async () => (await baton.client.workflowHistory(APP, ENV, child)).filter((e) => e.type === 'WorkflowContinuedAsNew').length === 2, { timeoutMs: 20_000, description: 'the child in its third run' });
     await baton.client.terminateWorkflows({ appId: APP, environment: ENV, selector: { id: child }, reason: 'stop' });
     expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 30_000 })).toMatch(/^caught TaskFailedError: child workflow .* was terminated$/);
+  });
+});
+
+describe('children dispatched with ctx.dispatch (fire and forget)', () => {
+  it('their ends do not wake the workflow that dispatched them: it makes no decision for them', async () => {
+    const id = await baton.client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevDispatcher', input: [20] });
+    const children = await waitFor(async () => {
+      const started = (await baton.client.workflowHistory(APP, ENV, id)).filter((e) => e.type === 'ChildWorkflowStarted');
+      return started.length === 20 ? started.map((e) => (e.data as { childId: string }).childId) : undefined;
+    }, { timeoutMs: 20_000, description: 'the children started' });
+    for (const child of children) expect(await baton.client.workflowResult(APP, ENV, child, { timeoutMs: 20_000 })).toBe('done ok');
+    // Every child's end carried out (the last one's effect), then the parent's decisions counted.
+    await baton.client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'go' });
+    expect(await baton.client.workflowResult(APP, ENV, id, { timeoutMs: 20_000 })).toBe('done');
+    const history = await baton.client.workflowHistory(APP, ENV, id);
+    // The first decision, and the one for 'go'.
+    expect(history.filter((e) => e.type === 'DecisionStarted')).toHaveLength(2);
   });
 });
