@@ -625,7 +625,9 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         const child = state.children.get(event.data.seq);
         if (!child) return state;
         const status = event.type === 'ChildWorkflowCompleted' ? 'completed' : 'failed';
-        return { ...state, needsDecision: true, children: state.children.set(event.data.seq, { ...child, status }) };
+        // Only a child the code awaits (`ctx.workflow`) wakes it: the end of one it dispatched
+        // (`ctx.dispatch`, fire and forget) is recorded for the audit, and no code waits on it.
+        return { ...state, needsDecision: state.needsDecision || child.wait === true, children: state.children.set(event.data.seq, { ...child, status }) };
       }
       case 'WorkflowEventReceived': {
         const during = state.decision === null ? state.eventsDuringDecision : (state.eventsDuringDecision ?? 0) + 1;
