@@ -1,5 +1,5 @@
 /**
- * Review (rev-engine): `waitForEvent` with a timeout that is a valid duration but too far away
+ * `waitForEvent` with a timeout that is a valid duration but too far away
  * for a date (`1e300` ms, `"100000000000w"`): `toMs` accepts it, and the call then throws
  * "Invalid time value" from `new Date(...).toISOString()` inside the promise's executor, AFTER
  * the wait was registered. The promise rejects (the code may catch it), but the dead wait stays

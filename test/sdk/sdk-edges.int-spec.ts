@@ -1,5 +1,5 @@
 /**
- * Review (rev-sdk): the SDK as a developer uses it, against the real service on a fresh store and
+ * The SDK as a developer uses it, against the real service on a fresh store and
  * an in-process SDK worker; no mocks.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -7,7 +7,7 @@ import { defineTask, defineWorkflow } from '../../src/sdk/index.js';
 import { type InProcessWorker, startInProcessWorker } from '../support/in-process-worker.js';
 
 const APP = 'demo';
-const ENV = 'review-rev-sdk';
+const ENV = 'sdk-edges';
 
 let runs = 0;
 /** A task whose result JSON cannot write: `JSON.stringify(fn)` is undefined, as for `undefined` itself. */

@@ -1,5 +1,5 @@
 /**
- * Review (rev-engine): a retry policy the service accepts (maxAttempts up to 1,000, initialDelayMs
+ * A retry policy the service accepts (maxAttempts up to 1,000, initialDelayMs
  * 0, backoffFactor up to 100) makes `backoffDelay` compute 0 * Infinity = NaN once the factor's
  * power overflows (attempt 156 with factor 100): `iso(now + NaN)` then throws RangeError ("Invalid
  * time value"), an internal error, on every report and every lease expiry of that task, so the

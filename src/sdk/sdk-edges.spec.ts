@@ -1,5 +1,5 @@
 /**
- * Review (rev-sdk): edges of the workflow context found by probing WorkflowReplay directly.
+ * Edges of the workflow context found by probing WorkflowReplay directly.
  */
 import { describe, expect, it } from '@jest/globals';
 import { defineWorkflow } from './definitions.js';

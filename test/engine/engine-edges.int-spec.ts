@@ -1,5 +1,5 @@
 /**
- * Review (rev-engine): engine semantics at the edges. A real service and an in-process worker.
+ * Engine semantics at the edges. A real service and an in-process worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RetryableError, defineTask, defineWorkflow } from '../../src/sdk/index.js';
@@ -7,7 +7,7 @@ import { type InProcessWorker, startInProcessWorker } from '../support/in-proces
 import { waitFor } from '../support/wait-for.js';
 
 const APP = 'demo';
-const ENV = 'review-rev-engine';
+const ENV = 'engine-edges';
 const DAY = 24 * 3_600_000;
 
 const rateLimited = defineTask(

@@ -1,5 +1,5 @@
 /**
- * Review (rev-sdk): a workflow mixing every kind of call (steps, tasks in Promise.all and in a race
+ * A workflow mixing every kind of call (steps, tasks in Promise.all and in a race
  * with a timer, async onEvent handlers that run tasks, a timed waitForEvent, a child, uuid/random/now)
  * completes the same with the run held between decisions (sticky, with decisions made after tasks)
  * and with no run held (every decision a replay from the history), and its final history replays
