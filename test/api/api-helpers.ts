@@ -295,8 +295,8 @@ export function startServices<K extends string>(options: Record<K, Parameters<ty
  * Issues tokens through the CLI against a running service's store (in parallel), then polls
  * until the service accepts each of them (it reads the other process's events from the log).
  */
-export async function issueTokens(service: Service, scopes: Array<{ apps: string[]; environments?: string[] }>): Promise<string[]> {
-  const tokens = await Promise.all(scopes.map((s) => createTokenViaCli(service.storeUrl, s.apps, s.environments ?? [])));
+export async function issueTokens(service: Service, scopes: Array<{ apps: string[]; environments?: string[]; role?: string }>): Promise<string[]> {
+  const tokens = await Promise.all(scopes.map((s) => createTokenViaCli(service.storeUrl, s.apps, s.environments ?? [], s.role)));
   await Promise.all(
     tokens.map((token) =>
       waitFor(async () => (await post(service, '{"query":"{ __typename }"}', token)).status === 200, {

@@ -9,9 +9,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { callId } from '../../src/protocol/decision-commands.js';
-import { Service, createTokenViaCli } from '../support/service.js';
+import { Service } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
-import { Client, HistoryRow, expectData, expectError, gql, post, startServices, unique } from './api-helpers.js';
+import { Client, HistoryRow, expectData, expectError, gql, issueTokens, post, startServices, unique } from './api-helpers.js';
 import { HEARTBEAT, POLL_WORK, REPORT_WORK } from './security-helpers.js';
 
 const services = startServices({ main: {} });
@@ -45,12 +45,7 @@ let workerToken: string;
 beforeAll(async () => {
   service = await services.get('main');
   admin = new Client(service, scope.appId, scope.environment);
-  workerToken = await createTokenViaCli(service.storeUrl, ['demo'], [], 'worker');
-  await waitFor(async () => (await post(service, '{"query":"{ viewer { role } }"}', workerToken)).body.data?.viewer?.role === 'worker', {
-    timeoutMs: 15_000,
-    intervalMs: 20,
-    description: 'the running service to accept the worker token made by the CLI',
-  });
+  [workerToken] = await issueTokens(service, [{ apps: ['demo'], role: 'worker' }]);
 });
 
 /** Polls, as the worker, until an item of `kind` for `workflowId` is claimed. */

@@ -4,9 +4,9 @@
  * new, and decision reports the history does not allow.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Service, createTokenViaCli } from '../support/service.js';
+import { Service } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
-import { Client, HistoryRow, expectData, gql, post, startServices, unique } from './api-helpers.js';
+import { Client, HistoryRow, expectData, gql, issueTokens, startServices, unique } from './api-helpers.js';
 
 const services = startServices({ main: {} });
 afterAll(() => services.stopAll());
@@ -35,12 +35,7 @@ let workerToken: string;
 beforeAll(async () => {
   service = await services.get('main');
   admin = new Client(service, scope.appId, scope.environment);
-  workerToken = await createTokenViaCli(service.storeUrl, ['demo'], [], 'worker');
-  await waitFor(async () => (await post(service, '{"query":"{ viewer { role } }"}', workerToken)).body.data?.viewer?.role === 'worker', {
-    timeoutMs: 15_000,
-    intervalMs: 20,
-    description: 'the running service to accept the worker token made by the CLI',
-  });
+  [workerToken] = await issueTokens(service, [{ apps: ['demo'], role: 'worker' }]);
 });
 
 async function claimDecision(workflowId: string, name: string, workerId = 'edge-worker'): Promise<Claimed> {
@@ -60,6 +55,24 @@ async function report(decisions: Array<Record<string, unknown>>, workerId = 'edg
 }
 
 const types = (history: HistoryRow[]) => history.map((e) => e.type);
+
+/** A workflow whose first decision schedules one task (call 0), and that task claimed by a worker serving it. */
+async function scheduleAndClaimTask(prefix: string): Promise<{ name: string; id: string; task: Claimed }> {
+  const name = unique(prefix);
+  const taskName = unique(`${prefix}Task`);
+  const id = await admin.dispatchWorkflow(name);
+  const first = await claimDecision(id, name);
+  expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }])).toEqual({ accepted: 1, rejected: [] });
+  const task = await waitFor(
+    async () => {
+      const input = { ...scope, workerId: 'edge-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
+      return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[]).find((i) => i.kind === 'TASK' && i.workflowId === id);
+    },
+    { timeoutMs: 15_000, description: 'the task claimed' },
+  );
+  return { name, id, task };
+}
+
 
 describe('a decision that continued the workflow as new', () => {
   it('reported again (its answer was lost) is acknowledged, as any repeated report, and records nothing', async () => {
@@ -144,18 +157,7 @@ describe("a workflow's or a step's error in decision commands", () => {
 
 describe('a value at MAX_JSON_DEPTH (64) carried on by a decision', () => {
   it("a task's result nested 64 deep is recorded; the workflow can then complete with it", async () => {
-    const name = unique('Deep');
-    const taskName = unique('DeepTask');
-    const id = await admin.dispatchWorkflow(name);
-    const first = await claimDecision(id, name);
-    expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }])).toEqual({ accepted: 1, rejected: [] });
-    const task = await waitFor(
-      async () => {
-        const input = { ...scope, workerId: 'edge-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
-        return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[]).find((i) => i.kind === 'TASK' && i.workflowId === id);
-      },
-      { timeoutMs: 15_000, description: 'the task claimed' },
-    );
+    const { name, id, task } = await scheduleAndClaimTask('Deep');
     const deep = '['.repeat(64) + ']'.repeat(64);
     const taskReport = expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'edge-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, result: deep }] } }, workerToken)).reportWork as Report;
     expect(taskReport).toEqual({ accepted: 1, rejected: [] });
@@ -211,18 +213,7 @@ describe('a decision reported after its workflow was paused (discarded)', () => 
 
 describe('a task report with no outcome (no result, no error, not released)', () => {
   it('is BAD_USER_INPUT on tasks and records nothing (it used to complete the task with null); the attempt can still report', async () => {
-    const name = unique('NoOutcome');
-    const taskName = unique('NoOutcomeTask');
-    const id = await admin.dispatchWorkflow(name);
-    const first = await claimDecision(id, name);
-    expect(await report([{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }])).toEqual({ accepted: 1, rejected: [] });
-    const task = await waitFor(
-      async () => {
-        const input = { ...scope, workerId: 'edge-worker', workflows: [], tasks: [{ name: taskName }], waitMs: 1_000 };
-        return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Claimed[]).find((i) => i.kind === 'TASK' && i.workflowId === id);
-      },
-      { timeoutMs: 15_000, description: 'the task claimed' },
-    );
+    const { name, id, task } = await scheduleAndClaimTask('NoOutcome');
     const send = async (outcome: Record<string, unknown>) =>
       expectData(await gql(service, REPORT, { input: { ...scope, workerId: 'edge-worker', tasks: [{ ref: task.ref, attemptId: task.attemptId, ...outcome }] } }, workerToken)).reportWork as Report;
     const before = types(await admin.history(id));
