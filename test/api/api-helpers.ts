@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT, Service, createTokenViaCli, startService } from '../support/service.js';
+import { ROOT, Service, createTokenViaCli, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 const run = promisify(execFile);
@@ -313,4 +313,15 @@ export async function issueTokens(service: Service, scopes: Array<{ apps: string
 export async function hasMutation(service: Service, name: string): Promise<boolean> {
   const data = expectData(await gql(service, '{ __type(name: "Mutation") { fields { name } } }'));
   return data.__type.fields.some((f: { name: string }) => f.name === name);
+}
+
+/**
+ * Two service processes on one fresh SQLite store (as behind a load balancer), each with a client
+ * of app `demo`, environment `dev`, both using A's bootstrap token.
+ */
+export async function startTwoInstances(): Promise<{ a: Service; b: Service; apiA: Client; apiB: Client }> {
+  const storeUrl = freshStoreUrl();
+  const a = await startService({ storeUrl, env: { LOG_LEVEL: 'info' } });
+  const b = await startService({ storeUrl, env: { LOG_LEVEL: 'info' } });
+  return { a, b, apiA: new Client(a, 'demo', 'dev'), apiB: new Client({ ...b, token: a.token } as Service, 'demo', 'dev') };
 }

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, request } from 'node:http';
-import { Service, createTokenViaCli, freshStoreUrl, startService } from '../support/service.js';
+import { Service, createTokenViaCli } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, killAllWorkers, startWorker } from '../support/worker.js';
 import { Engine, HistoryEntry, describeHistory } from '../engine/engine-helpers.js';
-import { Client, expectData, revokeTokenViaCli, tokenIdOf, unique } from './api-helpers.js';
+import { Client, expectData, revokeTokenViaCli, startTwoInstances, tokenIdOf, unique } from './api-helpers.js';
 import { Schedules, data as scheduleData } from '../schedules/schedule-helpers.js';
 
 describe('two instances on one store', () => {
@@ -20,11 +20,7 @@ describe('two instances on one store', () => {
   const workers: FixtureWorker[] = [];
 
   beforeAll(async () => {
-    const storeUrl = freshStoreUrl();
-    a = await startService({ storeUrl, env: { LOG_LEVEL: 'info' } });
-    b = await startService({ storeUrl, env: { LOG_LEVEL: 'info' } });
-    apiA = new Client(a, 'demo', 'dev');
-    apiB = new Client({ ...b, token: a.token } as Service, 'demo', 'dev');
+    ({ a, b, apiA, apiB } = await startTwoInstances());
   }, 60_000);
   afterAll(async () => {
     await killAllWorkers();

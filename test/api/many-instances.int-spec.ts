@@ -5,11 +5,11 @@
  * although both instances run the effects reactor.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Service, createTokenViaCli, freshStoreUrl, startService } from '../support/service.js';
+import { Service, createTokenViaCli } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 import { Engine } from '../engine/engine-helpers.js';
-import { Client, expectData, unique } from './api-helpers.js';
+import { Client, expectData, startTwoInstances, unique } from './api-helpers.js';
 
 describe('two instances on one store', () => {
   let a: Service;
@@ -19,11 +19,7 @@ describe('two instances on one store', () => {
   const workers: FixtureWorker[] = [];
 
   beforeAll(async () => {
-    const storeUrl = freshStoreUrl();
-    a = await startService({ storeUrl, env: { LOG_LEVEL: 'info' } });
-    b = await startService({ storeUrl, env: { LOG_LEVEL: 'info' } });
-    apiA = new Client(a, 'demo', 'dev');
-    apiB = new Client({ ...b, token: a.token } as Service, 'demo', 'dev');
+    ({ a, b, apiA, apiB } = await startTwoInstances());
   }, 60_000);
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));
