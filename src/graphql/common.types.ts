@@ -2,6 +2,8 @@ import { Type } from '@nestjs/common';
 import { ArgsType, Field, ID, InputType, Int, ObjectType } from '@nestjs/graphql';
 import { IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { QUERY_COUNT_CAP } from '../event-store/read-model-db.js';
+import { BadUserInputError } from '../shared/errors.js';
+import { canonicalId } from '../shared/ids.js';
 
 export { PRINTABLE } from '../shared/printable.js';
 import { PRINTABLE } from '../shared/printable.js';
@@ -127,6 +129,20 @@ export class HistoryArgs extends AppScopedIdArgs {
   @Min(1)
   @Max(10_000)
   first?: number;
+}
+
+/** A list's `after`: an `endCursor` (`<seq>:<id>`), or an id Baton handed out (the cursors of earlier versions). */
+const LIST_CURSOR = /^(?:\d{1,16}:)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * `after` as the `workflows`, `tasks` and `schedules` lists read it, or a `BAD_USER_INPUT` on
+ * `after` for anything else: a string that is neither would otherwise be read as an id "between"
+ * two ids and page from an arbitrary place without a word.
+ */
+export function listCursor(after: string | null | undefined): string | null {
+  if (after == null || after === '') return null;
+  if (!LIST_CURSOR.test(after)) throw new BadUserInputError('after', 'must be a cursor (endCursor) from an earlier page');
+  return canonicalId(after);
 }
 
 /** Cursor pagination: a page size and where the previous page ended. */

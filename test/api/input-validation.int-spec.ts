@@ -2,6 +2,7 @@
  * Bad inputs are BAD_USER_INPUT naming the field, and a rejected request changes nothing:
  * after each one, everything stored before is still there, unchanged.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Service } from '../support/service.js';
 import { Client, UUID, expectData, expectError, startServices, unique } from './api-helpers.js';
@@ -137,6 +138,20 @@ describe('input validation', () => {
       for (const [query, variables, field] of cases) expectError(await api.gql(query, variables), 'BAD_USER_INPUT', field);
       // At the bounds they are accepted (and match nothing).
       expect(expectData(await api.gql(cases[0][0], { f: { ...scope, name: 'n'.repeat(256) } })).workflows.totalCount).toBe(0);
+    });
+
+    it('a list cursor that is neither an endCursor nor an id → BAD_USER_INPUT on "after" (it used to page from an arbitrary place)', async () => {
+      const scope = { appId: 'demo', environment: 'dev' };
+      const lists = [
+        'query($f: WorkflowFilterInput!, $a: String) { workflows(filter: $f, first: 1, after: $a) { nodes { id } pageInfo { endCursor } } }',
+        'query($f: TaskFilterInput!, $a: String) { tasks(filter: $f, first: 1, after: $a) { nodes { id } pageInfo { endCursor } } }',
+        'query($f: ScheduleFilterInput!, $a: String) { schedules(filter: $f, first: 1, after: $a) { nodes { id } pageInfo { endCursor } } }',
+      ];
+      for (const query of lists) {
+        for (const after of ['0', 'zzz', '12:', '12:not-an-id', `x:${randomUUID()}`, ` ${randomUUID()}`]) expectError(await api.gql(query, { f: scope, a: after }), 'BAD_USER_INPUT', 'after');
+        // An endCursor, a bare id (the cursors of earlier versions, in either case) and "" are read.
+        for (const after of [`12:${randomUUID()}`, randomUUID().toUpperCase(), '']) expectData(await api.gql(query, { f: scope, a: after }));
+      }
     });
 
     it.each(BAD_NAMES)('sendEventToWorkflows with event name %s → BAD_USER_INPUT on "name"', async (_label, name) => {

@@ -6,7 +6,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { readWithinAnswer } from '../../graphql/answer-budget.js';
 import { IsEnum, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
-import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
+import { AppScopedIdArgs, AppScopedInput, HistoryArgs, listCursor, PageArgs } from '../../graphql/common.types.js';
 import { HistoryEvent, historyLength, readHistory } from '../../graphql/history.js';
 import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
 import { localIso, nextOccurrences } from '../domain/cron.js';
@@ -68,7 +68,7 @@ export class ScheduleQueriesResolver {
     assertScope(principal, filter.appId, filter.environment);
     await this.fence.upToHead();
     return readWithinAnswer(info, () => {
-      const page = this.table.page({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state }, args.first ?? 50, args.after);
+      const page = this.table.page({ appId: filter.appId, environment: filter.environment, name: filter.name, status: filter.state }, args.first ?? 50, listCursor(args.after));
       return { ...page, nodes: page.nodes.map((v) => toScheduleType(v, this.model)) };
     });
   }

@@ -5,7 +5,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { readWithinAnswer } from '../../graphql/answer-budget.js';
 import { IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { ReadFence } from '../../event-store/read-fence.js';
-import { AppScopedIdArgs, AppScopedInput, PageArgs } from '../../graphql/common.types.js';
+import { AppScopedIdArgs, AppScopedInput, listCursor, PageArgs } from '../../graphql/common.types.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { TaskConnection, TaskState, TaskType, toTaskType } from '../task.types.js';
@@ -65,7 +65,7 @@ export class TaskQueriesResolver {
     assertScope(principal, args.filter.appId, args.filter.environment);
     await this.fence.upToHead();
     return readWithinAnswer(info, () => {
-      const page = this.readModel.page({ ...args.filter, status: args.filter.state }, args.first ?? 50, args.after);
+      const page = this.readModel.page({ ...args.filter, status: args.filter.state }, args.first ?? 50, listCursor(args.after));
       return { ...page, nodes: page.nodes.map(toTaskType) };
     });
   }

@@ -6,7 +6,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { IsBoolean, IsDate, IsInt, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { EVENT_STORE, type EventStore } from '../../event-store/event-store.port.js';
 import { ReadFence } from '../../event-store/read-fence.js';
-import { AppScopedIdArgs, AppScopedInput, HistoryArgs, PageArgs } from '../../graphql/common.types.js';
+import { AppScopedIdArgs, AppScopedInput, HistoryArgs, listCursor, PageArgs } from '../../graphql/common.types.js';
 import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
 import { readWithinAnswer } from '../../graphql/answer-budget.js';
 import { HistoryEvent, historyLength, readHistory } from '../../graphql/history.js';
@@ -233,7 +233,7 @@ export class WorkflowQueriesResolver {
     assertScope(principal, filter.appId, filter.environment);
     await this.fence.upToHead();
     return readWithinAnswer(info, () => {
-      const page = this.readModel.page({ ...filter, status: filter.state }, args.first ?? 50, args.after, args.newestFirst ?? false);
+      const page = this.readModel.page({ ...filter, status: filter.state }, args.first ?? 50, listCursor(args.after), args.newestFirst ?? false);
       return { ...page, nodes: page.nodes.map(toWorkflowType) };
     });
   }
