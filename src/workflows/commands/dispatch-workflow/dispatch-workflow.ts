@@ -64,13 +64,12 @@ export function VersionField(): PropertyDecorator {
 /**
  * The workflow name a `name` and optional `version` stand for: `Signup` + `v2` → `Signup_v2`. The
  * original client splits a name at its last `_vN`, so `Order_v2_v3` (version 3 of `Order_v2`)
- * arrives as `Order_v2` + `v3` and is put back together the same way. A name that already ends in
- * the very version given (`Signup_v2` + `v2`) is taken as that version, not as `Signup_v2_v2`.
+ * arrives as `Order_v2` + `v3` and is put back together the same way, and so does `Sync_v2_v2`
+ * (`Sync_v2` + `v2`): a name with a version is always the name, `_`, and the version.
  */
 export function versionedName(name: string, version: string | null | undefined): string {
   if (version == null) return name;
   if (!VERSION.test(version)) throw new BadUserInputError('version', 'must be "v" and a number, e.g. "v2"');
-  if (/_(v\d+)$/.exec(name)?.[1] === version) return name;
   const versioned = `${name}_${version}`;
   if (versioned.length > MAX_NAME_LENGTH) throw new BadUserInputError('name', `with its version, must be at most ${MAX_NAME_LENGTH} characters`);
   return versioned;

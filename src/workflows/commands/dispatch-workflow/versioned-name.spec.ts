@@ -10,8 +10,8 @@ describe('versionedName (the original client sends Signup_v2 as name Signup, ver
     expect(versionedName('Signup', undefined)).toBe('Signup');
   });
 
-  it('accepts a name that already pins the same version, and refuses a version that is not vN', () => {
-    expect(versionedName('Signup_v2', 'v2')).toBe('Signup_v2');
+  it('appends a version to a name that already ends in the same one (the client sends Sync_v2_v2 as Sync_v2 + v2), and refuses a version that is not vN', () => {
+    expect(versionedName('Sync_v2', 'v2')).toBe('Sync_v2_v2');
     expect(() => versionedName('Signup', '2')).toThrow(BadUserInputError);
     expect(() => versionedName('Signup', 'v2.1')).toThrow(/version/);
   });
