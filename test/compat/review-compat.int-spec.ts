@@ -44,4 +44,19 @@ describe('review: the zenaton client against Baton', () => {
     const scheduled = (await client.schedule('0 2 * * * *').workflow('Sync_v2_v2'))!;
     expect(await scheduleName(scheduled.id)).toBe('Sync_v2_v2');
   });
+
+  it('refuses a month or day of month out of range naming the value written, not that value less one', async () => {
+    const refusal = (cron: string) =>
+      client.schedule(cron).workflow('Noop').then(
+        () => null,
+        (error: Error) => error.message,
+      );
+    // croner counts months and days from 0 inside, and its message gave that count: "13" was
+    // refused as "Invalid value for month: 12", "32" as "day: 31", "0" as "day: -1".
+    expect(await refusal('0 2 * 13 * *')).toBe('(scheduleWorkflow) cron: month field "13": Invalid value for month: 13');
+    expect(await refusal('0 2 * 0 * *')).toBe('(scheduleWorkflow) cron: month field "0": Invalid value for month: 0');
+    expect(await refusal('0 2 32 * * *')).toBe('(scheduleWorkflow) cron: day-of-month field "32": Invalid value for day: 32');
+    expect(await refusal('0 2 0 * * *')).toBe('(scheduleWorkflow) cron: day-of-month field "0": Invalid value for day: 0');
+    expect(await refusal('0 2 * 1-13 * *')).toBe('(scheduleWorkflow) cron: month field "1-13": Invalid value for month: 13');
+  });
 });
