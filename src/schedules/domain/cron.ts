@@ -164,7 +164,15 @@ function fieldError(field: CronFieldName, value: string, reason: string): BadUse
 }
 
 const croner = (pattern: string): Cron => new Cron(pattern, { paused: true, mode: '7-part', utcOffset: NAIVE_OFFSET_MIN });
-const cronerReason = (error: unknown): string => String((error as Error).message).replace(/^Cron(Pattern|Options)?:\s*/, '');
+/**
+ * croner's refusal, without its prefix. croner counts days of the month and months from 0 inside
+ * and names that count (`32` was "Invalid value for day: 31", `13` "month: 12"): the value is
+ * named as written.
+ */
+const cronerReason = (error: unknown): string =>
+  String((error as Error).message)
+    .replace(/^Cron(Pattern|Options)?:\s*/, '')
+    .replace(/^Invalid value for (day|nearestWeekdays|month): (-?\d+)$/, (_, target: string, value: string) => `Invalid value for ${target === 'month' ? 'month' : 'day'}: ${Number(value) + 1}`);
 
 /** Years outside 1970–2099 are refused, as the original service did. */
 function checkYears(value: string): void {
