@@ -191,7 +191,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
  * its own, escaped once more as a string field (up to twice its size): a worker reads a run a
  * page of at least one event at a time (`decisionHistory`), and `workflowHistory` likewise.
  */
-export function configWarnings(config: Pick<BatonConfig, 'maxResponseBytes' | 'maxDecisionBytes' | 'maxPayloadBytes'>): string[] {
+export function configWarnings(config: Pick<BatonConfig, 'maxResponseBytes' | 'maxDecisionBytes' | 'maxPayloadBytes'> & Partial<Pick<BatonConfig, 'bodyLimitBytes'>>): string[] {
   const warnings: string[] = [];
   const largest = Math.max(config.maxDecisionBytes, config.maxPayloadBytes);
   const needed = 2 * largest + RESPONSE_ENVELOPE_BYTES;
@@ -200,6 +200,15 @@ export function configWarnings(config: Pick<BatonConfig, 'maxResponseBytes' | 'm
     warnings.push(
       `MAX_RESPONSE_BYTES=${config.maxResponseBytes} is less than twice ${which} plus ${RESPONSE_ENVELOPE_BYTES} (${needed}): ` +
         'a stored event that large cannot be read back (a worker replaying its run, workflowHistory), and its workflow stops moving; raise MAX_RESPONSE_BYTES or lower the other',
+    );
+  }
+  // A payload (an `input`, an event's `data`, a task's result) travels as a string field of a JSON
+  // body, escaped once more (up to twice its size): past the body limit it is refused with 413.
+  const bodyNeeded = 2 * config.maxPayloadBytes + RESPONSE_ENVELOPE_BYTES;
+  if (config.bodyLimitBytes !== undefined && config.bodyLimitBytes < bodyNeeded) {
+    warnings.push(
+      `BODY_LIMIT_BYTES=${config.bodyLimitBytes} is less than twice MAX_PAYLOAD_BYTES=${config.maxPayloadBytes} plus ${RESPONSE_ENVELOPE_BYTES} (${bodyNeeded}): ` +
+        'a payload the payload bound allows can be refused with HTTP 413 (request body too large) before it is read; raise BODY_LIMIT_BYTES or lower MAX_PAYLOAD_BYTES',
     );
   }
   return warnings;
