@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { StoreUnavailableError } from '../../src/event-store/event-store.port.js';
+import { StoreUnavailableError, WrongExpectedRevisionError } from '../../src/event-store/event-store.port.js';
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
+import { StreamQueues } from '../../src/event-store/stream-queues.js';
+import { NotFoundError } from '../../src/shared/errors.js';
+import { workflowDecider } from '../../src/workflows/domain/workflow.decider.js';
 import { FakeEsdb } from '../support/fake-esdb.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -11,6 +14,7 @@ import { waitFor } from '../support/wait-for.js';
  * `@eventstore/db-client` itself behaves on the wire.
  */
 
+const context = { actor: 'test', appId: 'demo', environment: 'test', correlationId: 'c' };
 const event = () => ({ id: randomUUID(), type: 'ThingHappened', data: { n: 1 } });
 
 let fake: FakeEsdb | undefined;
@@ -53,5 +57,41 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
 
     expect(await outcome).toEqual({ nextExpectedRevision: 0n, position: expect.any(BigInt) });
     expect(fake.streams.get('workflow-next')).toHaveLength(1);
+  });
+
+  it('answers an append to a stream tombstoned elsewhere as a conflict with a missing stream, as the embedded store does', async () => {
+    fake = await FakeEsdb.start();
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 2_000 });
+    await store.append('workflow-gone', [event(), event()], 'no_stream');
+    // Another instance's retention tombstones it.
+    fake.tombstoned.add('workflow-gone');
+
+    const error = await store.append('workflow-gone', [event()], 1n).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+    expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+    expect(error).toMatchObject({ streamId: 'workflow-gone', expected: 1n, actual: 'no_stream' });
+    expect(await store.readStream('workflow-gone')).toEqual([]);
+  });
+
+  it('a command on a workflow another instance deleted (retention) is NOT_FOUND, not an internal error', async () => {
+    fake = await FakeEsdb.start();
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 2_000 });
+    const workflowId = '0190c4f4-0000-7000-8000-0000000000d1';
+    const stream = `workflow-${workflowId}`;
+    const queues = new StreamQueues(store);
+    const dispatch = { type: 'DispatchWorkflow' as const, workflowId, appId: 'demo', environment: 'test', name: 'W', tag: null, input: [], now: 0 };
+    await queues.run(stream, workflowDecider, dispatch, context);
+    await queues.run(stream, workflowDecider, { type: 'TerminateWorkflow', reason: 'done' }, context);
+    // Another instance's retention sweep tombstones the finished workflow; this one still caches it.
+    fake.tombstoned.add(stream);
+
+    const outcome = await queues
+      .run(stream, workflowDecider, { type: 'RecordControlApplied', seq: 0, matched: 0, changed: 0 }, context)
+      .then(() => 'appended', (error: Error) => error);
+
+    expect(outcome).toBeInstanceOf(NotFoundError);
   });
 });
