@@ -27,6 +27,9 @@ import {
   type RecordedEvent as EsdbRecordedEvent,
   type StreamingRead,
 } from '@eventstore/db-client';
+// The client's own Append RPC (one call per append, under its own gRPC deadline), which its
+// `appendToStream` uses only when the server lacks BatchAppend or credentials are passed.
+import { append as appendOneCall } from '@eventstore/db-client/dist/streams/appendToStream/append.js';
 import {
   AppendResult,
   EventHandler,
@@ -112,7 +115,14 @@ export class EsdbEventStore implements EventStore {
       'append',
       async (client) => {
         try {
-          return await client.appendToStream(
+          // Not `appendToStream`, which sends over BatchAppend: the client keeps the appends in
+          // flight on every connection in one module-wide table, and an error on one connection's
+          // batch stream (a retired one's, when it is disposed or finally drops) rejects all of
+          // them, those in flight on the new connection too, whose answers then throw an uncaught
+          // TypeError in the client (the process ends). Its server-features probe, which has no
+          // deadline, is not needed either.
+          return await appendOneCall.call(
+            client,
             streamId,
             events.map((event) =>
               jsonEvent({
@@ -122,7 +132,7 @@ export class EsdbEventStore implements EventStore {
                 metadata: (event.metadata ?? {}) as JSONType,
               }),
             ),
-            { expectedRevision: toClientRevision(expected), deadline: this.callTimeoutMs },
+            { expectedRevision: toClientRevision(expected), batchAppendSize: 0, deadline: this.callTimeoutMs },
           );
         } catch (error) {
           if (error instanceof WrongExpectedVersionError) {
