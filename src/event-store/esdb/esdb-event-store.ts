@@ -138,6 +138,12 @@ export class EsdbEventStore implements EventStore {
           if (error instanceof WrongExpectedVersionError) {
             throw new WrongExpectedRevisionError(streamId, expected, error.actualVersion);
           }
+          // Tombstoned (retention, perhaps by another instance): it reads as empty, so an append
+          // expecting it to exist conflicts with a missing stream, as on the embedded store, and
+          // the caller reads it again rather than failing on the client's own error.
+          if (error instanceof StreamDeletedError && (typeof expected === 'bigint' || expected === 'stream_exists')) {
+            throw new WrongExpectedRevisionError(streamId, expected, 'no_stream');
+          }
           throw error;
         }
       },
