@@ -94,4 +94,24 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
 
     expect(outcome).toBeInstanceOf(NotFoundError);
   });
+
+  it('records concurrent commands to one stream that each fit the server\'s append limit, though together they do not', async () => {
+    // Five events of 250 KB sent to one workflow at once (or five task results of its parallel
+    // tasks): each is within MAX_PAYLOAD_BYTES, and the stream queues decide them together into
+    // one append, which EventStoreDB refuses whole past its MaxAppendSize (1 MiB by default).
+    fake = await FakeEsdb.start();
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 2_000 });
+    const workflowId = '0190c4f4-0000-7000-8000-0000000000d2';
+    const stream = `workflow-${workflowId}`;
+    const queues = new StreamQueues(store);
+    const dispatch = { type: 'DispatchWorkflow' as const, workflowId, appId: 'demo', environment: 'test', name: 'W', tag: null, input: [], now: 0 };
+    await queues.run(stream, workflowDecider, dispatch, context);
+
+    const outcomes = await Promise.allSettled(
+      [0, 1, 2, 3, 4].map((i) => queues.run(stream, workflowDecider, { type: 'DeliverEvent', name: `e${i}`, data: [String(i).repeat(250_000)] }, context)),
+    );
+
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? 'recorded' : String(o.reason)))).toEqual(Array(5).fill('recorded'));
+    expect((await store.readStream(stream)).map((e) => e.type)).toEqual(['WorkflowDispatched', ...Array(5).fill('WorkflowEventReceived')]);
+  });
 });

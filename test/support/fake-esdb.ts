@@ -45,7 +45,8 @@ export interface ReceivedAppend {
 type Outcome =
   | { kind: 'success'; revision: bigint; position: bigint }
   | { kind: 'wrong'; current: bigint | 'no_stream'; expected: Expected }
-  | { kind: 'deleted' };
+  | { kind: 'deleted' }
+  | { kind: 'too-large' };
 
 export class FakeEsdb {
   readonly streams = new Map<string, StoredEvent[]>();
@@ -55,6 +56,11 @@ export class FakeEsdb {
   hold: (append: ReceivedAppend) => boolean = () => false;
   private readonly held: Array<{ append: ReceivedAppend; answer: () => void }> = [];
   private nextPosition = 1000n;
+  /**
+   * The server's MaxAppendSize (its default, 1 MiB): an append whose events' type, data and
+   * metadata come to more is refused whole (the server's rule counts a little more per event).
+   */
+  maxAppendSize = 1024 * 1024;
   private server: any;
   port = 0;
 
@@ -114,6 +120,8 @@ export class FakeEsdb {
 
   /** What the server decides for an append (EventStoreDB's rules, idempotence left out). */
   private decide(streamId: string, expected: Expected, events: Array<Omit<StoredEvent, 'revision' | 'position'>>): Outcome {
+    const size = events.reduce((sum, e) => sum + Buffer.byteLength(e.type) + e.data.length + e.metadata.length, 0);
+    if (size > this.maxAppendSize) return { kind: 'too-large' };
     if (this.tombstoned.has(streamId)) return { kind: 'deleted' };
     const stream = this.streams.get(streamId) ?? [];
     const current = stream.length === 0 ? 'no_stream' : BigInt(stream.length - 1);
@@ -170,6 +178,13 @@ export class FakeEsdb {
       this.receive(append, () => {
         if (done) return;
         const outcome = this.decide(streamId, expected, events);
+        if (outcome.kind === 'too-large') {
+          const metadata = new grpc.Metadata();
+          metadata.set('exception', 'maximum-append-size-exceeded');
+          metadata.set('maximum-append-size', String(this.maxAppendSize));
+          finish({ code: grpc.status.INVALID_ARGUMENT, details: `Maximum Append Size of ${this.maxAppendSize} Exceeded.`, metadata });
+          return;
+        }
         if (outcome.kind === 'deleted') {
           const metadata = new grpc.Metadata();
           metadata.set('exception', 'stream-deleted');
@@ -254,7 +269,12 @@ export class FakeEsdb {
         } else {
           const status = new statusPb.Status();
           const details = new Any();
-          if (outcome.kind === 'deleted') {
+          if (outcome.kind === 'too-large') {
+            status.setCode(3);
+            const tooLarge = new sharedPb.MaximumAppendSizeExceeded();
+            tooLarge.setMaxappendsize(this.maxAppendSize);
+            details.pack(tooLarge.serializeBinary(), 'event_store.client.MaximumAppendSizeExceeded');
+          } else if (outcome.kind === 'deleted') {
             status.setCode(9);
             const deleted = new sharedPb.StreamDeleted();
             deleted.setStreamIdentifier(identifier);
