@@ -197,6 +197,22 @@ export class WrongExpectedRevisionError extends Error {
   }
 }
 
+/**
+ * The store refuses an append this large whole (EventStoreDB's MaxAppendSize, 1 MiB by default);
+ * nothing of it was written. Fewer events at a time may fit.
+ */
+export class AppendTooLargeError extends Error {
+  readonly code = 'APPEND_TOO_LARGE';
+  constructor(
+    readonly streamId: string,
+    readonly limit: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(`append to ${streamId}: larger than the store accepts in one append${limit === undefined ? '' : ` (${limit} bytes)`}`, options);
+    this.name = 'AppendTooLargeError';
+  }
+}
+
 /** The store did not answer (in time). The append may or may not have been written. */
 export class StoreUnavailableError extends Error {
   readonly code = 'STORE_UNAVAILABLE';

@@ -2,6 +2,7 @@ import { Decider, DomainEvent } from '../shared/decider.js';
 import { uuidv7 } from '../shared/ids.js';
 import { readLatestRun } from './read-run.js';
 import {
+  AppendTooLargeError,
   type EventStore,
   EventMetadata,
   ExpectedRevision,
@@ -196,12 +197,20 @@ export class StreamQueues {
     const queue = this.queues.get(streamId)!;
     // Commands issued together (a report and the claim it makes possible) go in one batch.
     await Promise.resolve();
+    let limit = MAX_BATCH;
     try {
       while (queue.length > 0) {
-        const batch = takeBatch(queue);
+        const batch = takeBatch(queue, limit);
         try {
           await this.runBatch(streamId, batch);
         } catch (error) {
+          if (error instanceof AppendTooLargeError && batch.length > 1) {
+            // The store refused the batch's one append whole (EventStoreDB's MaxAppendSize), and
+            // nothing of it was written: its commands may each fit, so fewer at a time, decided again.
+            queue.unshift(...batch);
+            limit = Math.ceil(batch.length / 2);
+            continue;
+          }
           this.entries.delete(streamId);
           const mapped = this.options.mapError?.(error) ?? error;
           for (const job of batch) job.reject(mapped);
@@ -370,9 +379,9 @@ export class StreamQueues {
 }
 
 /** Commands of one decider, in arrival order, up to the batch size (another decider waits its turn). */
-function takeBatch(queue: Job[]): Job[] {
+function takeBatch(queue: Job[], limit = MAX_BATCH): Job[] {
   let n = 1;
-  while (n < queue.length && n < MAX_BATCH && queue[n].decider === queue[0].decider) n++;
+  while (n < queue.length && n < limit && queue[n].decider === queue[0].decider) n++;
   return queue.splice(0, n);
 }
 

@@ -6,6 +6,7 @@ import {
   END,
   EventStoreDBClient,
   FORWARDS,
+  MaxAppendSizeExceededError,
   NO_STREAM,
   NotLeaderError,
   START,
@@ -32,6 +33,7 @@ import {
 import { append as appendOneCall } from '@eventstore/db-client/dist/streams/appendToStream/append.js';
 import {
   AppendResult,
+  AppendTooLargeError,
   EventHandler,
   EventMetadata,
   type EventStore,
@@ -144,6 +146,7 @@ export class EsdbEventStore implements EventStore {
           if (error instanceof StreamDeletedError && (typeof expected === 'bigint' || expected === 'stream_exists')) {
             throw new WrongExpectedRevisionError(streamId, expected, 'no_stream');
           }
+          if (error instanceof MaxAppendSizeExceededError) throw new AppendTooLargeError(streamId, error.maxAppendSize, { cause: error });
           throw error;
         }
       },
