@@ -4,6 +4,7 @@ import { StoreUnavailableError, WrongExpectedRevisionError } from '../../src/eve
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 import { StreamQueues } from '../../src/event-store/stream-queues.js';
 import { NotFoundError } from '../../src/shared/errors.js';
+import { DEFAULT_LIMITS } from '../../src/shared/limits.js';
 import { workflowDecider } from '../../src/workflows/domain/workflow.decider.js';
 import { FakeEsdb } from '../support/fake-esdb.js';
 import { waitFor } from '../support/wait-for.js';
@@ -113,5 +114,28 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
 
     expect(outcomes.map((o) => (o.status === 'fulfilled' ? 'recorded' : String(o.reason)))).toEqual(Array(5).fill('recorded'));
     expect((await store.readStream(stream)).map((e) => e.type)).toEqual(['WorkflowDispatched', ...Array(5).fill('WorkflowEventReceived')]);
+  });
+
+  it('records a decision within MAX_DECISION_BYTES on a server whose MaxAppendSize is above it, as the README says suffices', async () => {
+    // The README's own example: a decision that starts 10,000 tasks. Its commands are within
+    // MAX_DECISION_BYTES, but its one append holds them twice (DecisionCompleted lists them, and
+    // each TaskScheduled repeats its arguments) and every event carries its metadata: about 4 MB.
+    fake = await FakeEsdb.start();
+    fake.maxAppendSize = 2 * DEFAULT_LIMITS.decisionBytes;
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 5_000 });
+    const workflowId = '0190c4f4-0000-7000-8000-0000000000d3';
+    const stream = `workflow-${workflowId}`;
+    const queues = new StreamQueues(store);
+    const dispatch = { type: 'DispatchWorkflow' as const, workflowId, appId: 'demo', environment: 'test', name: 'W', tag: null, input: [], now: 0 };
+    await queues.run(stream, workflowDecider, dispatch, context);
+    await queues.run(stream, workflowDecider, { type: 'StartDecision', decisionId: 'd1', workerId: 'w1', workflows: ['W'], now: 1, leaseMs: 60_000 }, context);
+    const commands = Array.from({ length: 10_000 }, (_, i) => ({ type: 'ScheduleTask' as const, seq: i + 1, name: 'sendEmail', args: [{ to: `user${i}@example.com` }] }));
+    expect(JSON.stringify(commands).length).toBeLessThan(DEFAULT_LIMITS.decisionBytes);
+
+    const outcome = await queues
+      .run(stream, workflowDecider, { type: 'CompleteDecision', decisionId: 'd1', commands, ids: {} } as never, context)
+      .then(() => 'recorded', (error: Error) => error.message);
+
+    expect(outcome).toBe('recorded');
   });
 });
