@@ -3,7 +3,12 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { StoreUnavailableError, WrongExpectedRevisionError } from '../../src/event-store/event-store.port.js';
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 import { StreamQueues } from '../../src/event-store/stream-queues.js';
-import { NotFoundError } from '../../src/shared/errors.js';
+import type { BatonConfig } from '../../src/config/config.js';
+import { DeciderRunner } from '../../src/event-store/decider-runner.js';
+import { EventRegistry } from '../../src/event-store/event-registry.js';
+import type { ProjectionRunner } from '../../src/event-store/projection-runner.js';
+import { BatonError, NotFoundError } from '../../src/shared/errors.js';
+import { WorkflowDispatcher } from '../../src/workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { DEFAULT_LIMITS } from '../../src/shared/limits.js';
 import { workflowDecider } from '../../src/workflows/domain/workflow.decider.js';
 import { FakeEsdb } from '../support/fake-esdb.js';
@@ -137,5 +142,28 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
       .then(() => 'recorded', (error: Error) => error.message);
 
     expect(outcome).toBe('recorded');
+  });
+
+  it('refuses a dispatch into a tombstoned stream with a domain error, so a replayed effect is skipped rather than retried for ever', async () => {
+    // Each EventStoreDB instance keeps its own read models and effects checkpoint (an emptyDir in
+    // deploy/kubernetes): a new pod replays every effect of the log. A parent's ChildWorkflowStarted
+    // is replayed after retention tombstoned the finished child (a derived id past its window): the
+    // dispatch expects no stream, and the server refuses the tombstoned name. Anything but a domain
+    // error is retried by the effects reactor for ever, and holds every later ControlRequested of
+    // the app (a barrier) and the effects behind it.
+    fake = await FakeEsdb.start();
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 2_000 });
+    const childId = '0190c4f4-0000-8000-8000-0000000000c1';
+    fake.tombstoned.add(`workflow-${childId}`);
+    // No read model is waited for: the dispatch is refused before anything is appended.
+    const runner = new DeciderRunner(store, new EventRegistry(), undefined as unknown as ProjectionRunner, { streamCacheSize: 100 } as BatonConfig);
+    const dispatcher = new WorkflowDispatcher(runner);
+
+    const error = await dispatcher
+      .dispatch(context, { workflowId: childId, appId: 'demo', environment: 'test', name: 'Child', tag: null, input: [], parent: { workflowId: '0190c4f4-0000-7000-8000-0000000000a1', seq: 1 } })
+      .then(() => undefined, (e: unknown) => e);
+
+    expect(error).toBeInstanceOf(BatonError);
+    expect((error as BatonError).code).not.toBe('STORE_UNAVAILABLE');
   });
 });
