@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { Decider, DomainEvent, fold } from '../shared/decider.js';
-import { StoreUnavailable } from '../shared/errors.js';
+import { ConflictError, StoreUnavailable } from '../shared/errors.js';
 import { uuidv7 } from '../shared/ids.js';
 import {
+  DeletedStreamError,
   EVENT_STORE,
   EventMetadata,
   type EventStore,
@@ -95,7 +96,13 @@ export class DeciderRunner {
         }
         return prepared;
       },
-      mapError: (error) => (error instanceof StoreUnavailableError ? new StoreUnavailable(error.message) : error),
+      mapError: (error) =>
+        error instanceof StoreUnavailableError
+          ? new StoreUnavailable(error.message)
+          : // A name retention tombstoned (EventStoreDB): refused for good, not a fault to retry.
+            error instanceof DeletedStreamError
+            ? new ConflictError(error.message)
+            : error,
     });
   }
 

@@ -213,6 +213,22 @@ export class AppendTooLargeError extends Error {
   }
 }
 
+/**
+ * The stream was deleted for good (EventStoreDB's tombstone: retention) and its name cannot be
+ * written again; nothing was written. (An append expecting it to exist is a
+ * `WrongExpectedRevisionError` with actual `no_stream` instead, as on the embedded store.)
+ */
+export class DeletedStreamError extends Error {
+  readonly code = 'STREAM_DELETED';
+  constructor(
+    readonly streamId: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`stream ${streamId} was deleted (retention) and cannot be written again`, options);
+    this.name = 'DeletedStreamError';
+  }
+}
+
 /** The store did not answer (in time). The append may or may not have been written. */
 export class StoreUnavailableError extends Error {
   readonly code = 'STORE_UNAVAILABLE';

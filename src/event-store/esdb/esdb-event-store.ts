@@ -34,6 +34,7 @@ import { append as appendOneCall } from '@eventstore/db-client/dist/streams/appe
 import {
   AppendResult,
   AppendTooLargeError,
+  DeletedStreamError,
   EventHandler,
   EventMetadata,
   type EventStore,
@@ -143,8 +144,9 @@ export class EsdbEventStore implements EventStore {
           // Tombstoned (retention, perhaps by another instance): it reads as empty, so an append
           // expecting it to exist conflicts with a missing stream, as on the embedded store, and
           // the caller reads it again rather than failing on the client's own error.
-          if (error instanceof StreamDeletedError && (typeof expected === 'bigint' || expected === 'stream_exists')) {
-            throw new WrongExpectedRevisionError(streamId, expected, 'no_stream');
+          if (error instanceof StreamDeletedError) {
+            if (typeof expected === 'bigint' || expected === 'stream_exists') throw new WrongExpectedRevisionError(streamId, expected, 'no_stream');
+            throw new DeletedStreamError(streamId, { cause: error });
           }
           if (error instanceof MaxAppendSizeExceededError) throw new AppendTooLargeError(streamId, error.maxAppendSize, { cause: error });
           throw error;
