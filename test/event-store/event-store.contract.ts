@@ -249,6 +249,15 @@ export function eventStoreContract(
         expect(await store.readStream(streamId)).toEqual([]);
       });
 
+      it('answers an append expecting a revision of a deleted stream as a conflict with a missing stream (another instance deleted it)', async () => {
+        if (!store.deleteStream) return;
+        const streamId = streamIn(category('deleted-append'));
+        await store.append(streamId, [newEvent(), newEvent()]);
+        expect(await store.deleteStream(streamId, { expectedRevision: 1n })).not.toBe(0);
+        await expectConflict(store.append(streamId, [newEvent()], 1n), streamId, 1n, 'no_stream');
+        expect(await store.readStream(streamId)).toEqual([]);
+      });
+
       it('tells a stream deleted with remember from one that never existed (an idempotency key\'s generations)', async () => {
         if (!store.deleteStream || !store.wasDeleted) return;
         const cat = category('remembered');
