@@ -107,6 +107,16 @@ export class TokensReadModel implements DurableProjection {
     return { principal };
   }
 
+  /**
+   * Whether the token is still valid: known and not revoked (its row, read now). For a request
+   * that was authenticated and then waits (a worker's long poll, `awaitWorkflow`): it checks
+   * again before it acts, so a revocation stops what the token's parked requests would do next.
+   */
+  isActive(tokenId: string): boolean {
+    const row = this.stmt.get.get(tokenId);
+    return row !== undefined && row.revoked_at === null;
+  }
+
   /** The label given to a token when it was created, if any. */
   label(tokenId: string): string | null {
     return this.stmt.get.get(tokenId)?.label ?? null;

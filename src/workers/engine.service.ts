@@ -17,6 +17,7 @@ import { Candidate, EngineState, type KindCaps } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
 import { parseJson, rejection, reportedCommands } from './worker-input-limits.js';
 import { currentAnswerBudget } from '../graphql/answer-budget.js';
+import { TokensReadModel } from '../tokens/tokens.projection.js';
 import {
   DecidedWork,
   DecisionHistoryInput,
@@ -62,6 +63,7 @@ export class EngineService {
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     dispatcher: WorkflowDispatcher,
+    private readonly tokens: TokensReadModel,
   ) {
     engine.onRevived((kind, id) => void this.revive(kind, id));
     dispatcher.onDispatch((dispatch) => this.offerDecision(dispatch));
@@ -103,7 +105,8 @@ export class EngineService {
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const budget = this.answerBudget();
     for (;;) {
-      if (signal?.aborted) return [];
+      // A token revoked while its poll was parked claims nothing more (it could not poll again).
+      if (signal?.aborted || !this.tokens.isActive(input.tokenId)) return [];
       const candidates = this.engine.candidates(input.appId, input.environment, workflows, taskNames, max, this.claiming, caps);
       const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
       if (items.length > 0) return items;
@@ -161,7 +164,7 @@ export class EngineService {
     if (!polls) return;
     const name = baseName(dispatch.name);
     for (const poll of polls) {
-      if (poll.offered || poll.signal?.aborted || !poll.names.has(name)) continue;
+      if (poll.offered || poll.signal?.aborted || !poll.names.has(name) || !this.tokens.isActive(poll.input.tokenId)) continue;
       polls.delete(poll);
       poll.offered = this.claim(poll.input, { kind: 'decision', ref: `wf:${dispatch.workflowId}` }, poll.policies, { opportunistic: true }, poll.budget).catch((error: Error) => {
         // The poll goes on looking as if nothing had been offered.

@@ -10,11 +10,11 @@ import { AppScopedIdArgs, AppScopedInput, HistoryArgs, listCursor, PageArgs } fr
 import { QUERY_COUNT_CAP } from '../../event-store/read-model-db.js';
 import { readWithinAnswer } from '../../graphql/answer-budget.js';
 import { HistoryEvent, historyLength, readHistory } from '../../graphql/history.js';
-import { NotFoundError, TooManyAwaitsError } from '../../shared/errors.js';
+import { NotFoundError, TooManyAwaitsError, UnauthenticatedError } from '../../shared/errors.js';
 import { PerTokenCounter } from '../../shared/per-token-counter.js';
 import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
 import { CurrentPrincipal, assertScope } from '../../tokens/principal.js';
-import type { Principal } from '../../tokens/tokens.projection.js';
+import { type Principal, TokensReadModel } from '../../tokens/tokens.projection.js';
 import { WorkflowConnection, WorkflowState, WorkflowType, toWorkflowType } from '../workflow.types.js';
 import { WorkflowsReadModel } from '../workflows.read-model.js';
 import { FINAL_STATUSES } from '../domain/workflow.decider.js';
@@ -149,6 +149,7 @@ export class WorkflowQueriesResolver {
     private readonly endings: WorkflowEndings,
     @Inject(BATON_CONFIG) config: BatonConfig,
     private readonly lifecycle: LifecycleService,
+    private readonly tokens: TokensReadModel,
   ) {
     this.awaiting = new PerTokenCounter(config.maxAwaitsPerToken);
   }
@@ -187,6 +188,8 @@ export class WorkflowQueriesResolver {
           // A draining instance (SIGTERM) answers at once, as when the wait ends: the client asks
           // again, elsewhere, instead of holding the shutdown up to its 60 s.
           if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0 || this.lifecycle.draining) {
+            // A token revoked while this wait was parked is answered as a new request of it would be.
+            if (holding && !this.tokens.isActive(principal.tokenId)) throw new UnauthenticatedError('unknown or revoked API token');
             return readWithinAnswer(info, () => {
               const latest = this.readModel.get(args.appId, args.environment, args.id);
               return latest ? toWorkflowType(latest) : null;
