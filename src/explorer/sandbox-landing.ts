@@ -14,8 +14,10 @@ const SANDBOX_CDN = 'https://embeddable-sandbox.cdn.apollographql.com';
 
 /**
  * The embeddable Sandbox build this page loads, pinned to one immutable build path on Apollo's CDN
- * (`_latest` would run whatever Apollo publishes next, with the user's API token in its hands).
- * Moving to a newer build is a reviewed change of this constant.
+ * (`_latest` would run whatever Apollo publishes next in this page, next to the token in session
+ * storage). Moving to a newer build is a reviewed change of this constant. The loader frames
+ * Apollo's Sandbox application (sandbox.embed.apollographql.com, not versioned) and hands it the
+ * token as a shared header: that application is Apollo's current one whatever this pins.
  */
 export const SANDBOX_VERSION = '02e2da0fccbe0240ef03d2396d6c98559bab5b06';
 
