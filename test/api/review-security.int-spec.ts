@@ -132,3 +132,33 @@ describe('a revoked token acts no more, on any instance, even through a request 
     expect(answer.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
   });
 });
+
+describe("a list's `after` names a row of the caller's own app and environment, or nothing", () => {
+  let service: Service;
+  let alpha: Client;
+  let beta: Client;
+
+  beforeAll(async () => {
+    service = await startService();
+    const [alphaToken, betaToken] = await issueTokens(service, [{ apps: ['alpha'] }, { apps: ['beta'] }]);
+    alpha = new Client(service, 'alpha', 'prod', alphaToken);
+    beta = new Client(service, 'beta', 'prod', betaToken);
+  });
+  afterAll(() => service?.stop());
+
+  it("another app's workflow id as `after` pages exactly as an id that names nothing (its existence and its place in time stay hidden)", async () => {
+    // An idempotency key makes a workflow's id computable by anyone who can guess the key
+    // (derived from app, environment and key): "did alpha already take order 42, and when?".
+    for (let i = 0; i < 3; i++) await beta.dispatchWorkflow(unique('Before'));
+    const theirs = expectData(await alpha.dispatchWorkflowRaw({ name: 'Checkout', idempotencyKey: 'order-42' })).dispatchWorkflow.id as string;
+    for (let i = 0; i < 3; i++) await beta.dispatchWorkflow(unique('After'));
+
+    // Two ids that name nothing, next to theirs in id order (no other row between them).
+    const [head] = theirs.split(/-(?=[0-9a-f]{12}$)/);
+    const below = `${head}-000000000000`;
+    const above = `${head}-ffffffffffff`;
+    const pageAfter = async (after: string) => (await beta.workflows({}, { first: 50, after })).nodes.map((w) => w.name);
+    const onTheirs = await pageAfter(theirs);
+    expect({ onTheirs, onIdBelow: await pageAfter(below), onIdAbove: await pageAfter(above) }).toEqual({ onTheirs, onIdBelow: onTheirs, onIdAbove: onTheirs });
+  });
+});
