@@ -182,15 +182,26 @@ const SEQ_CURSOR = /^(\d{1,16}):/;
 /**
  * The cursor's place in `seq` order: a `cursorFor` cursor's `seq`; or, for a bare id (a row's id
  * passed as `after`, or a cursor of an earlier version), after that row, or (a row since deleted)
- * from the next one by id.
+ * from the next one by id. Only rows of the plan's scope (app and environment) count: a row of
+ * another scope is as if it did not exist. Looked up in the whole table, another app's id placed
+ * the page at that row, which told whether it existed and when it was made (an idempotency key's
+ * id is derived from app, environment and key, so anyone guessing the key could ask). The next
+ * row by id is searched among at most `QUERY_COUNT_CAP` ids past the cursor (the primary key's
+ * order), a bounded cost whatever the table holds; none of the scope there ends the list.
  */
-function cursorOf(rm: ReadModelDb, table: string, after: string | null | undefined, descending: boolean): { from: number; op: CursorOp } | null {
+function cursorOf(rm: ReadModelDb, plan: ListPlan, after: string | null | undefined, descending: boolean): { from: number; op: CursorOp } | null {
   if (!after) return { from: 0, op: '' };
   const seq = SEQ_CURSOR.exec(after);
   if (seq) return { from: Number(seq[1]), op: descending ? '<' : '>' };
-  const row = rm.db.prepare(`SELECT seq FROM ${table} WHERE id = ?`).get(after) as { seq: number } | undefined;
+  const { table, scope } = plan;
+  const params = { appId: plan.params.appId, environment: plan.params.environment, after };
+  const row = rm.db.prepare(`SELECT seq FROM ${table} WHERE id = @after AND ${scope.clause}`).get(params) as { seq: number } | undefined;
   if (row) return { from: row.seq, op: descending ? '<' : '>' };
-  const next = rm.db.prepare(`SELECT seq FROM ${table} WHERE id ${descending ? '<' : '>'} ? ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT 1`).get(after) as { seq: number } | undefined;
+  const next = rm.db
+    .prepare(
+      `SELECT seq FROM (SELECT seq, app_id, environment FROM ${table} WHERE id ${descending ? '<' : '>'} @after ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ${QUERY_COUNT_CAP}) WHERE ${scope.clause} LIMIT 1`,
+    )
+    .get(params) as { seq: number } | undefined;
   return next ? { from: next.seq, op: descending ? '<=' : '>=' } : null;
 }
 
@@ -206,7 +217,7 @@ export function pagePlanned<R extends { id: string; seq: number }, V>(
   // Each candidate's size is counted once, for the total and the page alike.
   const sizes = new Map<Candidate, number>();
   const total = countPlanned(rm, plan, sizes);
-  const cursor = cursorOf(rm, plan.table, after, descending);
+  const cursor = cursorOf(rm, plan, after, descending);
   if (cursor === null) return { nodes: [], totalCount: total.count, totalCountCapped: total.capped, pageInfo: { endCursor: null, hasNextPage: false } };
   const chosen = choose(rm, plan, true, sizes);
   const statements = listStatements(chosen, descending ? 'DESC' : 'ASC', cursor.op);
