@@ -162,3 +162,41 @@ describe("a list's `after` names a row of the caller's own app and environment, 
     expect({ onTheirs, onIdBelow: await pageAfter(below), onIdAbove: await pageAfter(above) }).toEqual({ onTheirs, onIdBelow: onTheirs, onIdAbove: onTheirs });
   });
 });
+
+describe("a filter by another app's parent (or schedule) is answered as for one that names nothing", () => {
+  let service: Service;
+
+  beforeAll(async () => {
+    // One decision starts 10,001 children: a body and a decision above the defaults.
+    service = await startService({ env: { BODY_LIMIT_BYTES: String(8 * 1024 * 1024), MAX_DECISION_BYTES: String(4 * 1024 * 1024) } });
+  });
+  afterAll(() => service?.stop());
+
+  it("beta filtering its own list by alpha's parent id learns nothing: no count cap, no next page, no cursor holding alpha's child", async () => {
+    const [alphaToken, alphaWorker, betaToken] = await issueTokens(service, [{ apps: ['alpha'] }, { apps: ['alpha'], role: 'worker' }, { apps: ['beta'] }]);
+    const alpha = new Client(service, 'alpha', 'prod', alphaToken);
+    const beta = new Client(service, 'beta', 'prod', betaToken);
+    const name = unique('FanOut');
+    const parent = await alpha.dispatchWorkflow(name);
+    const worker = { appId: 'alpha', environment: 'prod', workerId: 'fan-out' };
+    const decision = await waitFor(
+      async () => {
+        const items = expectData(await gql(service, POLL_WORK, { input: { ...worker, workflows: [name], tasks: [], waitMs: 1_000 } }, alphaWorker)).pollWork;
+        return items.find((i: { workflowId: string }) => i.workflowId === parent) as { ref: string; decisionId: string } | undefined;
+      },
+      { timeoutMs: 15_000, description: "the parent's first decision" },
+    );
+    const CHILDREN = 10_001;
+    const commands = JSON.stringify(Array.from({ length: CHILDREN }, (_, seq) => ({ type: 'StartChildWorkflow', seq, name: 'Kid', args: [], wait: false })));
+    const REPORT = 'mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { code message } } }';
+    expect(expectData(await gql(service, REPORT, { input: { ...worker, decisions: [{ ref: decision.ref, decisionId: decision.decisionId, commands }] } }, alphaWorker)).reportWork).toEqual({ accepted: 1, rejected: [] });
+    // Alpha's own list by parent holds the children once the effects reactor started them.
+    await waitFor(async () => (await alpha.workflows({ parentId: parent }, { first: 1 })).totalCountCapped, { timeoutMs: 240_000, intervalMs: 500, description: "alpha's 10,001 children" });
+
+    const LIST = `query($filter: WorkflowFilterInput!) { workflows(filter: $filter, first: 10) { totalCount totalCountCapped pageInfo { endCursor hasNextPage } nodes { id } } }`;
+    const answer = async (parentId: string) => expectData(await beta.gql(LIST, { filter: { appId: 'beta', environment: 'prod', parentId } })).workflows;
+    const nothing = { totalCount: 0, totalCountCapped: false, pageInfo: { endCursor: null, hasNextPage: false }, nodes: [] };
+    expect(await answer('01900000-0000-7000-8000-000000000000')).toEqual(nothing);
+    expect(await answer(parent)).toEqual(nothing);
+  }, 300_000);
+});
