@@ -285,6 +285,9 @@ export class WorkflowsReadModel implements DurableProjection {
     const db = this.rm.db;
     return {
       get: db.prepare<[string], StoredRow>('SELECT * FROM rm_workflows WHERE id = ?'),
+      // The scope of a parent's children and of a schedule's firings (each shares its parent's or its schedule's).
+      childScope: db.prepare<[string], Scope>('SELECT app_id, environment FROM rm_workflows WHERE parent_id = ? LIMIT 1'),
+      firingScope: db.prepare<[string], Scope>('SELECT app_id, environment FROM rm_workflows WHERE schedule_id = ? LIMIT 1'),
       // A page of what a \`{ name }\` selector picks: rows named \`N\` (their base name is that of
       // \`N\`) and rows whose base name is \`N\` (its versions), each range read in seq order from
       // the partial index of running and paused workflows, merged, no further than the page.
@@ -349,11 +352,26 @@ export class WorkflowsReadModel implements DurableProjection {
 
   /** One page of the workflows matching `filter`, in dispatch order (or newest first), after the workflow `after`. */
   page(filter: WorkflowFilter, first: number, after?: string | null, newestFirst = false): Page<WorkflowView> {
+    if (this.ofAnotherScope(filter)) return { nodes: [], totalCount: 0, totalCountCapped: false, pageInfo: { endCursor: null, hasNextPage: false } };
     return pagePlanned(this.rm, planOf(filter), first, after, toView, newestFirst);
+  }
+
+  /**
+   * Whether the filter's parent or schedule is another app's (or environment's): the children's
+   * and the firings' indexes are not scoped, and the bounded window a page or a count reads in
+   * them (list-query.ts) ended on that app's rows: past QUERY_COUNT_CAP children, another app
+   * filtering by the parent's id was told \`totalCountCapped\`, \`hasNextPage\` and an endCursor
+   * holding one of the children's ids. Children share their parent's scope, firings their
+   * schedule's: one row tells.
+   */
+  private ofAnotherScope(filter: WorkflowFilter): boolean {
+    const other = (row: Scope | undefined) => row !== undefined && (row.app_id !== filter.appId || row.environment !== filter.environment);
+    return (filter.parentId != null && other(this.stmt.childScope.get(filter.parentId))) || (filter.scheduleId != null && other(this.stmt.firingScope.get(filter.scheduleId)));
   }
 
   /** How many workflows of the filter (its state aside) are in each state. */
   countByStatus(filter: WorkflowFilter, statuses: readonly WorkflowStatus[]): Map<WorkflowStatus, { count: number; capped: boolean }> {
+    if (this.ofAnotherScope(filter)) return new Map(statuses.map((status) => [status, { count: 0, capped: false }]));
     const plan = planOf({ ...filter, status: null });
     // Nothing but the scope: each state's count from the states' index, exact up to the cap.
     if (plan.candidates.length === 0 && plan.residual.length === 0) {
@@ -609,6 +627,12 @@ export function failureGroupsOf(rm: ReadModelDb, table: string, nameColumn: stri
  * of its own is a candidate (a parent's children, a schedule's firings, a tag, a name, a state, a
  * time range); the one with the fewest entries is read and the others are checked on its rows.
  */
+/** A row's app and environment. */
+interface Scope {
+  app_id: string;
+  environment: string;
+}
+
 function planOf(filter: WorkflowFilter): ListPlan {
   const params: Record<string, unknown> = { appId: filter.appId, environment: filter.environment };
   const scope = 'app_id = @appId AND environment = @environment';
