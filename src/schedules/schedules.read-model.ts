@@ -266,7 +266,7 @@ const toView = (row: ScheduleRow): ScheduleView => ({
  * only those that can fire (`SchedulesReadModel`), loaded from these rows at start through a
  * partial index that holds no deleted schedule once its dispatches are in the log.
  */
-@ReadModel([...SCHEDULE_EVENT_TYPES, 'TaskDispatched', 'WorkflowDispatched'])
+@ReadModel([...SCHEDULE_EVENT_TYPES, 'TaskDispatched', 'WorkflowDispatched', 'WorkflowsExpired'])
 export class SchedulesTable implements DurableProjection {
   private stmt!: ReturnType<SchedulesTable['prepare']>;
 
@@ -337,11 +337,26 @@ export class SchedulesTable implements DurableProjection {
       setStatus: db.prepare<[string, string]>('UPDATE rm_schedules SET status = ? WHERE id = ?'),
       pending: db.prepare<[string], { pending_dispatch: string | null }>('SELECT pending_dispatch FROM rm_schedules WHERE id = ?'),
       dispatched: db.prepare<[string | null, string]>('UPDATE rm_schedules SET pending_dispatch = ? WHERE id = ?'),
+      // Few rows: the dispatches decided whose task or workflow is not in the log yet.
+      pendingRows: db.prepare<[], { id: string; pending_dispatch: string }>('SELECT id, pending_dispatch FROM rm_schedules WHERE pending_dispatch IS NOT NULL'),
     };
   }
 
   project(stored: StoredEvent): void {
     const { streamId, revision, position, recordedAt } = stored.recorded;
+    if (stored.type === 'WorkflowsExpired') {
+      // Retention deleted these workflows' streams, their WorkflowDispatched with them: a fold of
+      // the log as it is now (`baton rebuild`, a new read-model file) never sees those dispatches,
+      // and without this a schedule's fired occurrence stayed pending, to be dispatched again
+      // (run anew) at the next start. Live, their dispatches were folded long before.
+      const expired = new Set((stored.data as { workflowIds?: string[] }).workflowIds ?? []);
+      for (const row of this.stmt.pendingRows.all()) {
+        const ids = pendingIds(row.pending_dispatch);
+        const left = ids.filter((id) => !expired.has(id));
+        if (left.length !== ids.length) this.stmt.dispatched.run(pendingValue(left), row.id);
+      }
+      return;
+    }
     if (!streamId.startsWith('schedule-')) {
       const dispatched = scheduledDispatch(stored.recorded);
       if (!dispatched) return;
