@@ -58,4 +58,30 @@ describe('baton rebuild after retention', () => {
     expect((await after.workflows({ scheduleId: schedule })).map((w) => w.id).sort()).toEqual([second, third].sort());
     expect(again.messages()).not.toMatch(/left undispatched by a previous run/);
   }, 90_000);
+
+  it("answers the same audit log after a rebuild: the API actions on workflows retention deleted stay (or go) alike", async () => {
+    const service = await startService({ env: { RETENTION_DAYS: '0.00003', RETENTION_SWEEP_MS: '300' } });
+    running.push(service);
+    const api = new Schedules(service, unique('rebuild-audit'));
+    const dispatched = await api.gql('mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
+      input: { appId: api.appId, environment: api.environment, name: unique('Audited'), input: '[]' },
+    });
+    const id = dispatched.body.data.dispatchWorkflow.id as string;
+    await api.terminate(id);
+    const audit = async (s: Service) =>
+      (
+        await s.gql('query($filter: AuditFilterInput!) { auditLog(filter: $filter, first: 100) { totalCount nodes { id actor action streamId } } }', {
+          filter: { appId: api.appId, environment: api.environment },
+        }, service.token)
+      ).body.data.auditLog;
+    await waitFor(async () => (await api.workflows({})).length === 0, { timeoutMs: 20_000, intervalMs: 200, description: 'retention to delete the workflow' });
+    const live = await audit(service);
+    await service.stop();
+    expect(baton(['rebuild'], { EVENT_STORE_URL: service.storeUrl })).toMatchObject({ code: 0, stderr: '' });
+    const again = await startService({ storeUrl: service.storeUrl });
+    running.push(again);
+    // The live answer held the dispatch and the termination of the deleted workflow.
+    expect(live.nodes.map((n: { action: string }) => n.action)).toEqual(['WorkflowTerminated', 'WorkflowDispatched']);
+    expect(await audit(again)).toEqual(live);
+  }, 60_000);
 });
