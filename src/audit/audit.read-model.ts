@@ -131,7 +131,10 @@ export class AuditReadModel implements DurableProjection {
     add('at < @before', 'before', filter.before?.getTime());
     if (filter.search != null && filter.search !== '') {
       where.push("(instr(lower(actor), @search) > 0 OR instr(lower(action), @search) > 0 OR instr(lower(stream_id), @search) > 0 OR instr(lower(coalesce(name, '')), @search) > 0)");
-      params.search = filter.search.toLowerCase();
+      // Folded as SQLite's lower() folds the columns, ASCII letters only: JavaScript's
+      // toLowerCase() also folded others (Ü → ü), which lower() leaves as they are, so a search
+      // for a name such as "Überweisung", even typed exactly, found nothing.
+      params.search = filter.search.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
     }
     const scopeClause = scope.where.join(' AND ');
     const cursor = before === null ? '' : ' AND position < @cursor';
