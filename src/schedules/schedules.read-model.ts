@@ -45,6 +45,7 @@ export const SCHEDULES_PROJECTION_EVENT_TYPES = [
   'WorkflowCompleted',
   'WorkflowFailed',
   'WorkflowTerminated',
+  'WorkflowsExpired',
 ] as const;
 
 /** The dispatch id of a `TaskDispatched` / `WorkflowDispatched` a schedule caused (null: not a schedule's). */
@@ -148,6 +149,15 @@ export class SchedulesReadModel {
       case 'WorkflowDispatched': {
         const dispatched = scheduledDispatch(recorded);
         if (dispatched && this.awaitingDispatch.delete(dispatched.dispatchId)) this.emit({ kind: 'awaiting', dispatchId: dispatched.dispatchId });
+        return;
+      }
+      case 'WorkflowsExpired': {
+        // Retention deleted these workflows, their WorkflowDispatched with them: a fold of the log
+        // as it is now (read models starting empty on EventStoreDB) must not leave their
+        // occurrences awaiting a dispatch that is long done (the scheduler redoes those at start).
+        for (const id of (recorded.data as { workflowIds?: string[] }).workflowIds ?? []) {
+          if (this.awaitingDispatch.delete(id)) this.emit({ kind: 'awaiting', dispatchId: id });
+        }
         return;
       }
       case 'WorkflowCompleted':
