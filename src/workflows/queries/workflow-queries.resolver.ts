@@ -116,7 +116,7 @@ export class WorkflowActivityBucket {
   started: number;
   @Field(() => Int, { description: 'Workflows that completed in that minute.' })
   completed: number;
-  @Field(() => Int, { description: 'Workflows that failed in that minute (and are still failed).' })
+  @Field(() => Int, { description: 'Workflows that failed in that minute (one retried since still counts: the minute keeps what happened in it).' })
   failed: number;
 }
 
