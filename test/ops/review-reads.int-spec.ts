@@ -10,6 +10,9 @@ import { ROOT, Service, startService } from '../support/service.js';
 import { readModelRows } from '../support/read-model-rows.js';
 import { waitFor } from '../support/wait-for.js';
 import { Schedules, unique } from '../schedules/schedule-helpers.js';
+import { Engine } from '../engine/engine-helpers.js';
+import { freshStoreUrl } from '../support/service.js';
+import { FixtureWorker, startWorker } from '../support/worker.js';
 
 function baton(args: string[], env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
@@ -84,4 +87,71 @@ describe('baton rebuild after retention', () => {
     expect(live.nodes.map((n: { action: string }) => n.action)).toEqual(['WorkflowTerminated', 'WorkflowDispatched']);
     expect(await audit(again)).toEqual(live);
   }, 60_000);
+
+  it('two live instances folding one file, then a rebuild: every read-model row the same, over a mix of what the engine records', async () => {
+    const storeUrl = freshStoreUrl();
+    const a = await startService({ storeUrl });
+    const b = await startService({ storeUrl });
+    running.push(a, b);
+    const token = a.token;
+    const environment = unique('rebuild-mix');
+    const workers: FixtureWorker[] = [];
+    try {
+      workers.push(await startWorker({ url: a.url, token, environment }), await startWorker({ url: b.url, token, environment }));
+      const onA = new Engine(a, environment, token);
+      const onB = new Engine(b, environment, token);
+      const done = await Promise.all([onB.dispatch('Looper', [0, 3]), onA.dispatch('Sequential', ['s1'], 'tag:1'), onA.dispatch('Exhausted', ['boom'])]);
+      const parent = await onA.dispatch('Parent', ['p1']);
+      const versioned = await onB.dispatch('Versioned');
+      const child = await onA.childOf(parent);
+      await onB.waitForEventType(child, 'DecisionCompleted');
+      await onB.send({ id: child }, 'release', 'now');
+      done.push(parent, child);
+      await onA.waitForHistory(versioned, (h) => h.filter((e) => e.type === 'DecisionCompleted').length >= 2, 'the versioned workflow waiting');
+      await onA.send({ id: versioned }, 'go');
+      done.push(versioned);
+      const charge = await onB.dispatch('ChargeOrder', [unique('key')]);
+      const queried = await onA.dispatch('Queried');
+      const entity = await onB.dispatch('Entity', [0]);
+      for (const id of done) await onA.waitForState(id);
+      await onA.waitForState(charge, 'FAILED');
+      expect(await onB.client.request('mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { changed } }', { input: { appId: 'demo', environment, selector: { id: charge } } })).toEqual({ retryWorkflows: { changed: 1 } });
+      await onA.waitForState(charge);
+      await onA.waitForEventType(queried, 'DecisionCompleted');
+      await onB.send({ id: queried }, 'go');
+      await onA.waitForState(queried);
+      await onA.waitForEventType(entity, 'DecisionCompleted');
+      await onA.send({ id: entity }, 'poke', 'again');
+      await onB.waitForHistory(entity, (h) => h.some((e) => e.type === 'WorkflowContinuedAsNew'), 'a continue-as-new');
+      await onB.pause({ id: entity });
+      await onA.resume({ id: entity });
+      await onB.terminate({ id: entity });
+      const task = await onA.client.dispatchTask({ appId: 'demo', environment, name: 'alwaysFails', input: ['t'], tag: 'tag:t' });
+      const taskState = async (s: Service) =>
+        (await s.gql('query($e: String!, $id: ID!) { task(appId: "demo", environment: $e, id: $id) { state } }', { e: environment, id: task }, token)).body.data?.task?.state;
+      await waitFor(async () => (await taskState(b)) === 'FAILED', { timeoutMs: 20_000, description: 'the task to fail' });
+      await onB.client.request('mutation($input: RetryTaskInput!) { retryTask(input: $input) { state } }', { input: { appId: 'demo', environment, id: task } });
+      await waitFor(async () => (await taskState(a)) === 'FAILED' && (await onA.client.request<any>('query($e: String!, $id: ID!) { task(appId: "demo", environment: $e, id: $id) { attempts } }', { e: environment, id: task })).task.attempts === 3, {
+        timeoutMs: 20_000,
+        description: 'the retried task to fail again',
+      });
+      const schedules = new Schedules(b, environment, 'demo', token);
+      const schedule = await schedules.scheduleTask({ name: 'echo', cron: '0 0 1 1 *', input: '["s"]' });
+      await new Schedules(a, environment, 'demo', token).trigger(schedule);
+      await schedules.act('pause', schedule);
+      await schedules.act('delete', schedule);
+      await onA.barrier();
+      await onB.barrier();
+    } finally {
+      for (const w of workers) await w.stop();
+    }
+    await a.stop();
+    await b.stop();
+
+    const live = readModelRows(storeUrl);
+    expect(live.rm_workflows.length).toBeGreaterThan(8);
+    expect(baton(['rebuild'], { EVENT_STORE_URL: storeUrl })).toMatchObject({ code: 0, stderr: '' });
+    const rebuilt = readModelRows(storeUrl);
+    for (const table of Object.keys(live)) expect({ table, rows: rebuilt[table] }).toEqual({ table, rows: live[table] });
+  }, 120_000);
 });
