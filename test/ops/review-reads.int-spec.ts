@@ -5,6 +5,8 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, Service, startService } from '../support/service.js';
 import { readModelRows } from '../support/read-model-rows.js';
@@ -154,4 +156,52 @@ describe('baton rebuild after retention', () => {
     const rebuilt = readModelRows(storeUrl);
     for (const table of Object.keys(live)) expect({ table, rows: rebuilt[table] }).toEqual({ table, rows: live[table] });
   }, 120_000);
+
+  it('read models started anew (a separate READ_MODEL_PATH deleted, as a restore says): a child retention deleted is not started again', async () => {
+    const storeUrl = freshStoreUrl();
+    const rmFile = join(mkdtempSync(join(tmpdir(), 'baton-rm-')), 'read-models.db');
+    const service = await startService({ storeUrl, env: { READ_MODEL_PATH: rmFile, RETENTION_DAYS: '0.00003', RETENTION_SWEEP_MS: '300', IDEMPOTENCY_WINDOW_MS: '1000' } });
+    running.push(service);
+    const token = service.token;
+    const environment = unique('fresh-read-models');
+    let worker = await startWorker({ url: service.url, token, environment });
+    const engine = new Engine(service, environment, token);
+    let parent: string;
+    let child: string;
+    try {
+      // The parent runs on (waits for an event that never comes); its detached child is released
+      // and completes, and retention deletes it (a child's derived id is kept IDEMPOTENCY_WINDOW_MS).
+      parent = await engine.dispatch('DispatchThenWait', ['c1']);
+      child = await engine.childOf(parent);
+      await engine.waitForEventType(child, 'DecisionCompleted');
+      await engine.send({ id: child }, 'release', 'once');
+      await engine.waitForState(child);
+      await waitFor(async () => (await engine.client.workflow('demo', environment, child)) === null, {
+        timeoutMs: 20_000,
+        intervalMs: 200,
+        description: 'retention to delete the finished child',
+      });
+    } finally {
+      await worker.stop();
+    }
+    await service.stop();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${rmFile}${suffix}`, { force: true });
+
+    const again = await startService({ storeUrl, env: { READ_MODEL_PATH: rmFile } });
+    running.push(again);
+    worker = await startWorker({ url: again.url, token, environment });
+    try {
+      const after = new Engine(again, environment, token);
+      // Effects are carried out in log order: once a later parent's child exists, the first
+      // parent's ChildWorkflowStarted has been handled too.
+      const later = await after.dispatch('DispatchThenWait', ['c2']);
+      const laterChild = await after.childOf(later);
+      await waitFor(async () => (await after.client.workflow('demo', environment, laterChild)) !== null, { description: 'the later child' });
+      await after.effectsCaughtUp();
+      expect(await after.client.workflow('demo', environment, child)).toBeNull();
+      expect((await after.workflow(parent)).state).toBe('RUNNING');
+    } finally {
+      await worker.stop();
+    }
+  }, 90_000);
 });
