@@ -118,7 +118,8 @@ describe('baton rebuild after retention', () => {
       for (const id of done) await onA.waitForState(id);
       await onA.waitForState(charge, 'FAILED');
       expect(await onB.client.request('mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { changed } }', { input: { appId: 'demo', environment, selector: { id: charge } } })).toEqual({ retryWorkflows: { changed: 1 } });
-      await onA.waitForState(charge);
+      // Retried: completes on the worker that failed it once, fails again on the other (its fixture remembers keys per process).
+      await onA.waitForHistory(charge, (h) => h.findLastIndex((e) => e.type === 'WorkflowRetried') < h.findLastIndex((e) => e.type === 'WorkflowCompleted' || e.type === 'WorkflowFailed'), 'the retried run to end');
       await onA.waitForEventType(queried, 'DecisionCompleted');
       await onB.send({ id: queried }, 'go');
       await onA.waitForState(queried);
