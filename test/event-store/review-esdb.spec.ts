@@ -121,12 +121,14 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
     expect((await store.readStream(stream)).map((e) => e.type)).toEqual(['WorkflowDispatched', ...Array(5).fill('WorkflowEventReceived')]);
   });
 
-  it('records a decision within MAX_DECISION_BYTES on a server whose MaxAppendSize is above it, as the README says suffices', async () => {
+  it('records a decision within MAX_DECISION_BYTES on a server whose MaxAppendSize is what the README asks for', async () => {
     // The README's own example: a decision that starts 10,000 tasks. Its commands are within
     // MAX_DECISION_BYTES, but its one append holds them twice (DecisionCompleted lists them, and
     // each TaskScheduled repeats its arguments) and every event carries its metadata: about 4 MB.
+    // The README said a MaxAppendSize above MAX_DECISION_BYTES sufficed (2 x did not either); it
+    // now asks for 2 x MAX_DECISION_BYTES + 256 x MAX_DECISION_COMMANDS.
     fake = await FakeEsdb.start();
-    fake.maxAppendSize = 2 * DEFAULT_LIMITS.decisionBytes;
+    fake.maxAppendSize = 2 * DEFAULT_LIMITS.decisionBytes + 256 * DEFAULT_LIMITS.decisionCommands;
     store = new EsdbEventStore(fake.url, { callTimeoutMs: 5_000 });
     const workflowId = '0190c4f4-0000-7000-8000-0000000000d3';
     const stream = `workflow-${workflowId}`;
@@ -136,6 +138,13 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
     await queues.run(stream, workflowDecider, { type: 'StartDecision', decisionId: 'd1', workerId: 'w1', workflows: ['W'], now: 1, leaseMs: 60_000 }, context);
     const commands = Array.from({ length: 10_000 }, (_, i) => ({ type: 'ScheduleTask' as const, seq: i + 1, name: 'sendEmail', args: [{ to: `user${i}@example.com` }] }));
     expect(JSON.stringify(commands).length).toBeLessThan(DEFAULT_LIMITS.decisionBytes);
+    // And the most commands a decision within the bounds can hold (the smallest: metadata rules).
+    const many = Array.from({ length: 17_000 }, (_, i) => ({ type: 'ScheduleTask' as const, seq: i + 1, name: 't', args: [] }));
+    expect(JSON.stringify(many).length).toBeLessThan(DEFAULT_LIMITS.decisionBytes);
+    const manyStream = `workflow-0190c4f4-0000-7000-8000-0000000000d4`;
+    await queues.run(manyStream, workflowDecider, { ...dispatch, workflowId: '0190c4f4-0000-7000-8000-0000000000d4' }, context);
+    await queues.run(manyStream, workflowDecider, { type: 'StartDecision', decisionId: 'd2', workerId: 'w1', workflows: ['W'], now: 1, leaseMs: 60_000 }, context);
+    expect(await queues.run(manyStream, workflowDecider, { type: 'CompleteDecision', decisionId: 'd2', commands: many, ids: {} } as never, context).then(() => 'recorded', (error: Error) => error.message)).toBe('recorded');
 
     const outcome = await queues
       .run(stream, workflowDecider, { type: 'CompleteDecision', decisionId: 'd1', commands, ids: {} } as never, context)
