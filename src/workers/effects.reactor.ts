@@ -483,6 +483,15 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     switch (recorded.type) {
       case 'ChildWorkflowStarted': {
         const data = recorded.data as WorkflowEventData['ChildWorkflowStarted'];
+        // A replay (read models and their effects checkpoint started anew: a new instance next to
+        // EventStoreDB, a restore) of a child its parent already saw end: that child ran, and
+        // retention may have deleted it since; dispatched again it would run again. Its parent's
+        // current run knows the end of every child it started, awaited or not.
+        const parent = (await this.runner.state(streamId, workflowDecider, context)).state;
+        if (parent.status !== 'none' && data.seq >= parent.seqBase) {
+          const known = parent.children.get(data.seq);
+          if (known !== undefined && known.childId === data.childId && known.status !== 'started') return;
+        }
         await this.workflows.dispatch(context, {
           workflowId: data.childId,
           appId: context.appId,
