@@ -61,9 +61,10 @@ interface Row {
  * read models; paged and filtered in SQL). Actions of the engine (`system`) and of workers are
  * left out.
  */
-@ReadModel(AUDITED_EVENT_TYPES)
+@ReadModel([...AUDITED_EVENT_TYPES, 'WorkflowsExpired'])
 export class AuditReadModel implements DurableProjection {
   private insert!: Statement;
+  private forget!: Statement<[string]>;
 
   constructor(@Inject(READ_MODEL_DB) private readonly rm: ReadModelDb) {}
 
@@ -81,13 +82,21 @@ export class AuditReadModel implements DurableProjection {
         data        TEXT NOT NULL
       );
       CREATE INDEX IF NOT EXISTS rm_audit_scope ON rm_audit (app_id, environment, position);
+      CREATE INDEX IF NOT EXISTS rm_audit_stream ON rm_audit (stream_id);
     `);
+    this.forget = this.rm.db.prepare('DELETE FROM rm_audit WHERE stream_id = ?');
     this.insert = this.rm.db.prepare(
       `INSERT OR IGNORE INTO rm_audit (position, at, actor, app_id, environment, action, stream_id, name, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
   project(stored: StoredEvent): void {
+    if (stored.type === 'WorkflowsExpired') {
+      // The audit log is the event log: the actions on a workflow retention deleted go with its
+      // events, as a rebuild (which no longer reads them) would leave it.
+      for (const id of (stored.data as { workflowIds?: string[] }).workflowIds ?? []) this.forget.run(`workflow-${id}`);
+      return;
+    }
     const { metadata, streamId, position, recordedAt } = stored.recorded;
     const actor = metadata.actor ?? 'unknown';
     if (actor === 'system' || actor.startsWith('worker:')) return;
