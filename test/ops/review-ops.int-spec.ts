@@ -1,0 +1,74 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Engine, unique } from '../engine/engine-helpers.js';
+import { ROOT, Service, startService } from '../support/service.js';
+import { FixtureWorker, startWorker } from '../support/worker.js';
+
+function baton(args: string[], env: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A port nothing listens on now (the restored instance must answer where the worker already points). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('a restore under a worker that kept running (docs/OPERATIONS.md, Backup and restore)', () => {
+  const stopped: Array<Service | FixtureWorker> = [];
+  afterAll(async () => {
+    for (const s of stopped.reverse()) await s.stop();
+  });
+
+  it("the worker's held run (sticky execution) from after the backup is not replayed onto the restored history", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-review-ops-'));
+    const storeFile = join(dir, 'baton.db');
+    const port = String(await freePort());
+    const env = { PORT: port };
+    const first = await startService({ storeUrl: `sqlite:${storeFile}`, env });
+    const environment = unique('restore');
+    const worker = await startWorker({ url: first.url, token: first.token, environment });
+    stopped.push(worker);
+    let engine = new Engine(first, environment);
+
+    // Collector(2) takes two `item` events and returns their data in order.
+    const id = await engine.dispatch('Collector', [2]);
+    await engine.waitForEventType(id, 'DecisionCompleted');
+    const backup = join(dir, 'backup.db');
+    expect(baton(['backup', backup], { EVENT_STORE_URL: `sqlite:${storeFile}` }).code).toBe(0);
+
+    // After the backup: `a` arrives and the worker decides on it (it holds the run past it).
+    await engine.send({ id }, 'item', 'a');
+    await engine.waitForHistory(id, (h) => h.filter((e) => e.type === 'DecisionCompleted').length === 2, 'the decision on `a`');
+    await first.stop();
+
+    // Restore as documented: instances stopped, the old files moved aside, the backup copied in.
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${storeFile}${suffix}`, { force: true });
+    copyFileSync(backup, storeFile);
+    const restored = await startService({ storeUrl: `sqlite:${storeFile}`, env });
+    stopped.push(restored);
+    engine = new Engine(restored, environment, first.token);
+    expect(JSON.stringify((await engine.history(id)).map((e) => e.data))).not.toContain('"a"');
+
+    // The restored workflow has not seen `a`: it takes `b` and `c`.
+    await engine.send({ id }, 'item', 'b');
+    await engine.waitForHistory(id, (h) => h.filter((e) => e.type === 'DecisionCompleted').length === 2, 'the decision on `b`');
+    await engine.send({ id }, 'item', 'c');
+    const done = await engine.waitForState(id);
+    expect(done.result).toEqual(['b', 'c']);
+
+    // And its history replays against the code that made it.
+    await restored.stop();
+    stopped.pop();
+    const replay = baton(['replay', 'dist/test/support/fixtures/workflows.js', id], { EVENT_STORE_URL: `sqlite:${storeFile}` });
+    expect({ code: replay.code, out: replay.stdout + replay.stderr }).toEqual({ code: 0, out: expect.stringMatching(/OK/) });
+  }, 90_000);
+});
