@@ -162,6 +162,20 @@ interface HeldRun {
   /** The definition's `Name_vN`. */
   version: string;
 }
+/**
+ * Whether the history of a claimed decision goes on from where a held run stopped: from right
+ * after the decision the run made (the service sends only what followed it), or from earlier
+ * through that decision's own `DecisionStarted`. A log that no longer has that decision (a store
+ * restored from a backup taken before it) does not: the held run is ahead of it, and skipping the
+ * history's events at revisions it had seen fed it nothing of what the log now holds there.
+ */
+function heldRunContinues(run: HeldRun, history: HistoryEvent[], historyFrom: number): boolean {
+  const next = run.replay.nextRevision;
+  if (historyFrom === next) return true;
+  if (historyFrom > next) return false;
+  const started = history.find((e) => e.revision === next - 1);
+  return started?.type === 'DecisionStarted' && (started.data as { decisionId?: string } | null)?.decisionId === run.decisionId;
+}
 type DecisionReport = WireDecisionReport;
 type TaskReport = WireTaskReport;
 
@@ -561,7 +575,7 @@ export class Worker {
       // ran) is made again: the held run handed its steps' outcomes back at that decision's clock,
       // where a replay of the history hands them back at the next one, so replay from the history.
       const discarded = run !== undefined && history.some((e) => e.type === 'DecisionDiscarded' && e.revision >= run!.replay.nextRevision);
-      const holds = !discarded && run !== undefined && run.runFrom === runFrom && run.replay.nextRevision >= (item.historyFrom ?? 0) && !run.replay.isFinished;
+      const holds = !discarded && run !== undefined && run.runFrom === runFrom && !run.replay.isFinished && heldRunContinues(run, history, item.historyFrom ?? 0);
       if (!holds) {
         if ((item.historyFrom ?? 0) !== runFrom) history = await this.wholeRun(item);
         const failedSteps = this.refusedSteps.get(workflowId);
