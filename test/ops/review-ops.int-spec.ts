@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Engine, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, startService } from '../support/service.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
+import { waitFor } from '../support/wait-for.js';
 
 function baton(args: string[], env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
@@ -71,4 +72,31 @@ describe('a restore under a worker that kept running (docs/OPERATIONS.md, Backup
     const replay = baton(['replay', 'dist/test/support/fixtures/workflows.js', id], { EVENT_STORE_URL: `sqlite:${storeFile}` });
     expect({ code: replay.code, out: replay.stdout + replay.stderr }).toEqual({ code: 0, out: expect.stringMatching(/OK/) });
   }, 90_000);
+});
+
+describe('a worker polling an instance that drains for SHUTDOWN_DELAY_MS', () => {
+  const stopped: Array<Service | FixtureWorker> = [];
+  afterAll(async () => {
+    for (const s of stopped.reverse()) await s.stop();
+  });
+
+  it('is not answered empty at once poll after poll (a busy loop of polls for the whole delay)', async () => {
+    const service = await startService({ env: { SHUTDOWN_DELAY_MS: '3000', SHUTDOWN_GRACE_MS: '10000', LOG_LEVEL: 'info' } });
+    const environment = unique('drain-poll');
+    const worker = await startWorker({ url: service.url, token: service.token, environment });
+    stopped.push(worker);
+    // Parked: its polls wait for work (up to their waitMs), nothing hurries them.
+    await waitFor(async () => /baton_long_polls_parked [1-9]/.test(await (await fetch(`${service.url}/metrics`)).text()), { timeoutMs: 15_000, description: "the worker's polls to park" });
+    await service.stop();
+    // Within SHUTDOWN_GRACE_MS, exit code 0: the polls that waited were answered when it closed.
+    expect({ code: service.process.exitCode, stopped: /stopped in \d+ ms/.test(service.messages()) }).toEqual({ code: 0, stopped: true });
+
+    const lines = service.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; operation?: string });
+    const drainingAt = lines.findIndex((l) => /^draining/.test(l.msg ?? ''));
+    expect(drainingAt).toBeGreaterThan(-1);
+    const pollsWhileDraining = lines.slice(drainingAt).filter((l) => l.operation === 'pollWork').length;
+    // Two pollers (decisions, tasks); each parked poll is answered once, and a poll again gets no
+    // hurried answer: a few, not one per round trip for 3 s.
+    expect(pollsWhileDraining).toBeLessThan(20);
+  }, 60_000);
 });
