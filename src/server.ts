@@ -44,6 +44,7 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
     app.get(LifecycleService).startDraining(signal);
     if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
     await stopWorker();
+    app.get(LifecycleService).startClosing();
     await app.close();
     await stopTracing();
     logger.log(`stopped in ${Date.now() - started} ms`);

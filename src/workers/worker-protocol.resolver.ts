@@ -45,8 +45,19 @@ export class WorkerProtocolResolver {
     @Info() info?: GraphQLResolveInfo,
   ): Promise<WorkItem[]> {
     assertScope(principal, input.appId, input.environment);
-    // An instance that is draining answers parked polls empty and claims nothing new.
-    if (this.lifecycle.draining) return [];
+    // An instance that is draining answers parked polls empty and claims nothing new. A poll that
+    // arrives meanwhile waits (its waitMs, until the app closes, or the worker goes) and is then
+    // answered empty: answered at once, the worker polled again at once, on the same connection,
+    // hundreds of times a second for the whole SHUTDOWN_DELAY_MS.
+    if (this.lifecycle.draining) {
+      if (!this.polling.take(principal.tokenId)) throw new TooManyPollsError(this.polling.limit);
+      try {
+        await this.drained(input.waitMs ?? 20_000, req?.raw.socket);
+      } finally {
+        this.polling.release(principal.tokenId);
+      }
+      return [];
+    }
     // Aliases of pollWork share one answer (each claims within what is left of it): a mutation of
     // 40 of them, claiming the same tasks again as their leases lapsed, held 40 answers' worth.
     const answer = currentAnswerBudget();
@@ -69,6 +80,23 @@ export class WorkerProtocolResolver {
       this.polling.release(principal.tokenId);
       this.lifecycle.drainSignal.removeEventListener('abort', onClose);
     }
+  }
+
+  /** Until `waitMs` has passed, the app closes, or the socket does. */
+  private drained(waitMs: number, socket?: { once(event: 'close', listener: () => void): unknown; off(event: 'close', listener: () => void): unknown }): Promise<void> {
+    const closing = this.lifecycle.closeSignal;
+    if (closing.aborted || waitMs <= 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        closing.removeEventListener('abort', done);
+        socket?.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      closing.addEventListener('abort', done, { once: true });
+      socket?.once('close', done);
+    });
   }
 
   @Requires('worker')
