@@ -100,3 +100,24 @@ describe('a worker polling an instance that drains for SHUTDOWN_DELAY_MS', () =>
     expect(pollsWhileDraining).toBeLessThan(20);
   }, 60_000);
 });
+
+describe('a client awaiting a result from an instance that drains for SHUTDOWN_DELAY_MS', () => {
+  it('is not answered at once, await after await, for the whole delay', async () => {
+    const service = await startService({ env: { SHUTDOWN_DELAY_MS: '3000', SHUTDOWN_GRACE_MS: '10000', LOG_LEVEL: 'info' } });
+    const engine = new Engine(service, unique('drain-await'));
+    const id = await engine.dispatch('Noop'); // no worker: it stays running
+    // The SDK's awaitWorkflow asks again whenever an answer comes back with the workflow still running.
+    const waiting = engine.client.awaitWorkflow('demo', engine.environment, id, { timeoutMs: 8_000 }).catch(() => null);
+    await waitFor(async () => /baton_await_workflow_waiting 1\b/.test(await (await fetch(`${service.url}/metrics`)).text()), { timeoutMs: 10_000, description: 'the await to park' });
+    await service.stop();
+    expect({ code: service.process.exitCode, stopped: /stopped in \d+ ms/.test(service.messages()) }).toEqual({ code: 0, stopped: true });
+
+    const lines = service.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; operation?: string });
+    const drainingAt = lines.findIndex((l) => /^draining/.test(l.msg ?? ''));
+    expect(drainingAt).toBeGreaterThan(-1);
+    const awaitsWhileDraining = lines.slice(drainingAt).filter((l) => l.operation === 'awaitWorkflow').length;
+    // The parked one is answered at drain, the next waits for the close: a few, not hundreds.
+    expect(awaitsWhileDraining).toBeLessThan(10);
+    await waiting;
+  }, 60_000);
+});
