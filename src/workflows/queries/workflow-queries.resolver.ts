@@ -176,6 +176,9 @@ export class WorkflowQueriesResolver {
     args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
     const deadline = Date.now() + (args.waitMs ?? 20_000);
+    // An await that arrives while the instance drains waits until it closes (answered at once, the
+    // client asked again at once, on the same connection, for the whole SHUTDOWN_DELAY_MS).
+    const lateForDrain = this.lifecycle.draining;
     // A slot is taken only by a poll that waits: one answered at once (ended, unknown, waitMs 0) needs none.
     let holding = false;
     try {
@@ -187,7 +190,7 @@ export class WorkflowQueriesResolver {
           const remaining = deadline - Date.now();
           // A draining instance (SIGTERM) answers at once, as when the wait ends: the client asks
           // again, elsewhere, instead of holding the shutdown up to its 60 s.
-          if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0 || this.lifecycle.draining) {
+          if (!view || FINAL_STATUSES.has(view.status) || remaining <= 0 || (this.lifecycle.draining && !lateForDrain) || this.lifecycle.closeSignal.aborted) {
             // A token revoked while this wait was parked is answered as a new request of it would be.
             if (holding && !this.tokens.isActive(principal.tokenId)) throw new UnauthenticatedError('unknown or revoked API token');
             return readWithinAnswer(info, () => {
@@ -198,7 +201,7 @@ export class WorkflowQueriesResolver {
           if (!holding) holding = this.takeAwaitSlot(principal.tokenId);
           // Woken when this workflow ends (whichever instance recorded it), and looked at again every
           // AWAIT_RECHECK_MS all the same, at the latest when the wait ends.
-          const drain = this.lifecycle.drainSignal;
+          const drain = lateForDrain ? this.lifecycle.closeSignal : this.lifecycle.drainSignal;
           await new Promise<void>((resolve) => {
             const wake = () => {
               clearTimeout(timer);
