@@ -121,3 +121,33 @@ describe('a client awaiting a result from an instance that drains for SHUTDOWN_D
     await waiting;
   }, 60_000);
 });
+
+describe('retention swept by two instances on one store at once', () => {
+  const stopped: Array<Service | FixtureWorker> = [];
+  afterAll(async () => {
+    for (const s of stopped.reverse()) await s.stop();
+  });
+
+  it('baton_retention_workflows_deleted_total counts each deletion once, on the instance that made it', async () => {
+    // 0.00002 days = 1.7 s; both instances sweep every 100 ms.
+    const env = { RETENTION_DAYS: '0.00002', RETENTION_SWEEP_MS: '100', LOG_LEVEL: 'info' };
+    const storeUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'baton-review-ops-')), 'baton.db')}`;
+    const a = await startService({ storeUrl, env });
+    stopped.push(a);
+    const b = await startService({ storeUrl, env });
+    stopped.push(b);
+    const environment = unique('retention-two');
+    const worker = await startWorker({ url: a.url, token: a.token, environment });
+    stopped.push(worker);
+    const engine = new Engine(a, environment);
+    const ids: string[] = [];
+    for (let round = 0; round < 8; round++) ids.push(...(await Promise.all(Array.from({ length: 25 }, () => engine.dispatch('Noop')))));
+    await waitFor(async () => (await Promise.all(ids.map((id) => engine.client.workflow('demo', environment, id)))).every((w) => w === null), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      description: 'every workflow to be deleted',
+    });
+    const counted = async (s: Service) => Number(/^baton_retention_workflows_deleted_total (\d+)/m.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1] ?? 0);
+    expect((await counted(a)) + (await counted(b))).toBe(ids.length);
+  }, 90_000);
+});
