@@ -81,6 +81,7 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
     if (!this.store.deleteStream || this.config.retentionDays <= 0 || !this.projections.isLive || this.lifecycle.draining) return 0;
     const cutoff = new Date(this.clock.now() - this.config.retentionDays * 86_400_000);
     let total = 0;
+    let counted = 0;
     let after: WorkflowView | undefined;
     for (;;) {
       // A derived id (an idempotency key's) must still be found by a retry within the key's window.
@@ -90,7 +91,14 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
       if (expired.length === 0 || this.lifecycle.draining) break;
       after = expired[expired.length - 1];
       const deleted: string[] = [];
-      for (const view of expired) if (await this.deleteIfStillFinished(view)) deleted.push(view.id);
+      // Deleted here, not found deleted already (by another instance's sweep): counted and logged.
+      let byThisSweep = 0;
+      for (const view of expired) {
+        const outcome = await this.deleteIfStillFinished(view);
+        if (outcome === 'kept') continue;
+        deleted.push(view.id);
+        if (outcome === 'deleted') byThisSweep++;
+      }
       if (deleted.length > 0) {
         const data: WorkflowsExpiredData = { workflowIds: deleted, cutoff: cutoff.toISOString() };
         const { position } = await this.store.append(`retention-${uuidv7()}`, [
@@ -98,11 +106,12 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
         ]);
         await this.projections.waitFor(position);
         total += deleted.length;
-        this.deleted.inc(deleted.length);
+        counted += byThisSweep;
+        this.deleted.inc(byThisSweep);
       }
       if (expired.length < BATCH) break;
     }
-    if (total > 0) this.logger.log(`deleted ${total} finished workflows last changed before ${cutoff.toISOString()}`);
+    if (counted > 0) this.logger.log(`deleted ${counted} finished workflows last changed before ${cutoff.toISOString()}`);
     return total;
   }
 
@@ -113,7 +122,7 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
    * read, so a retry appended in between spares it too. Deleting first and asking after lost
    * retries that were acknowledged: they went with the stream.
    */
-  private async deleteIfStillFinished(view: WorkflowView): Promise<boolean> {
+  private async deleteIfStillFinished(view: WorkflowView): Promise<'deleted' | 'gone' | 'kept'> {
     const workflowId = view.id;
     const streamId = `workflow-${workflowId}`;
     // From the end, a page at a time, back to the last ending or retry: a few events (late
@@ -122,12 +131,12 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
     let fromRevision: bigint | undefined;
     for (;;) {
       const page = await this.store.readStream(streamId, { direction: 'backwards', maxCount: TAIL_PAGE, ...(fromRevision === undefined ? {} : { fromRevision }) });
-      if (page.length === 0 && last === undefined) return true; // deleted already (another instance's sweep): drop the row too
+      if (page.length === 0 && last === undefined) return 'gone'; // deleted already (another instance's sweep): drop the row too
       last ??= page[0].revision;
       const decisive = page.find((e) => e.type === 'WorkflowRetried' || ENDINGS.has(e.type));
-      if (decisive?.type === 'WorkflowRetried') return false;
+      if (decisive?.type === 'WorkflowRetried') return 'kept';
       if (decisive) break;
-      if (page.length < TAIL_PAGE || page[page.length - 1].revision === 0n) return false; // never ended: not ours to delete
+      if (page.length < TAIL_PAGE || page[page.length - 1].revision === 0n) return 'kept'; // never ended: not ours to delete
       fromRevision = page[page.length - 1].revision - 1n;
     }
     // An idempotency key's generation (a derived id, UUID v8, with no parent) is remembered as
@@ -136,6 +145,7 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
     // every child ever deleted, a table that grew with all history retention was deleting.
     const remember = isDerivedId(workflowId) && view.parentId === null;
     const removed = await this.store.deleteStream!(streamId, { expectedRevision: last, remember });
-    return removed !== 0;
+    // 0: a retry (or another instance's deletion) came in between; undefined: the store does not say.
+    return removed === 0 ? 'kept' : 'deleted';
   }
 }
