@@ -151,3 +151,20 @@ describe('retention swept by two instances on one store at once', () => {
     expect((await counted(a)) + (await counted(b))).toBe(ids.length);
   }, 90_000);
 });
+
+describe('start-up with an EventStoreDB connection string the client cannot read', () => {
+  it.each([['esdb://localhost:2113?tls=maybe'], ['esdb://'], ['kurrentdb://localhost:2113?nodePreference=nearest']])(
+    'EVENT_STORE_URL=%s: exit 2 naming the variable, no stack trace (README, Configuration)',
+    (url) => {
+      const result = spawnSync(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+        cwd: ROOT,
+        env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', BATON_EXAMPLE_WORKER: 'false', EVENT_STORE_URL: url },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      const out = `${result.stdout}${result.stderr}`;
+      expect({ code: result.status, out }).toEqual({ code: 2, out: expect.stringContaining(`EVENT_STORE_URL=`) });
+      expect(out).not.toMatch(/\n\s+at /);
+    },
+  );
+});
