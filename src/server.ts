@@ -14,6 +14,11 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
   try {
     config = loadConfig();
     const problems = storePathProblems(config);
+    if (!config.eventStoreUrl.startsWith('sqlite:')) {
+      const { esdbConnectionStringProblem } = await import('./event-store/esdb/connection-string.js');
+      const problem = esdbConnectionStringProblem(config.eventStoreUrl);
+      if (problem) problems.push(`EVENT_STORE_URL=${JSON.stringify(config.eventStoreUrl)}: ${problem}`);
+    }
     if (problems.length > 0) throw new ConfigError(problems);
   } catch (error) {
     if (error instanceof ConfigError) {
