@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -167,4 +168,50 @@ describe('start-up with an EventStoreDB connection string the client cannot read
       expect(out).not.toMatch(/\n\s+at /);
     },
   );
+});
+
+describe('SIGTERM while a retention sweep is deleting', () => {
+  const stopped: Array<Service | FixtureWorker> = [];
+  afterAll(async () => {
+    for (const s of stopped.reverse()) await s.stop();
+  });
+
+  /** Workflow rows of the read models whose stream has no event left: deleted, never dropped. */
+  const ghosts = (storeUrl: string): { streams: number; ghosts: number } => {
+    const db = new Database(storeUrl.slice('sqlite:'.length), { readonly: true });
+    try {
+      const streams = (db.prepare(`SELECT count(DISTINCT stream_id) AS n FROM events WHERE stream_id LIKE 'workflow-%'`).get() as { n: number }).n;
+      const left = (db.prepare(`SELECT count(*) AS n FROM rm_workflows w WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.stream_id = 'workflow-' || w.id)`).get() as { n: number }).n;
+      return { streams, ghosts: left };
+    } finally {
+      db.close();
+    }
+  };
+
+  it('leaves no workflow in the read models whose stream it deleted', async () => {
+    const first = await startService();
+    const environment = unique('retention-sigterm');
+    const worker = await startWorker({ url: first.url, token: first.token, environment, concurrency: 50 });
+    const engine = new Engine(first, environment);
+    const ids: string[] = [];
+    for (let round = 0; round < 30; round++) ids.push(...(await Promise.all(Array.from({ length: 50 }, () => engine.dispatch('Noop')))));
+    await waitFor(async () => (await first.gql<{ workflows: { totalCount: number } }>('query($e: String!) { workflows(filter: { appId: "demo", environment: $e, state: COMPLETED }) { totalCount } }', { e: environment })).body.data?.workflows.totalCount === ids.length, {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      description: 'every workflow to complete',
+    });
+    await worker.stop();
+    await first.stop();
+
+    // 1,500 finished workflows older than 0.86 s: the first sweep, 300 ms after the start, has three batches to delete.
+    const second = await startService({ storeUrl: first.storeUrl, env: { RETENTION_DAYS: '0.00001', RETENTION_SWEEP_MS: '300' } });
+    stopped.push(second);
+    await waitFor(() => ghosts(second.storeUrl).streams < ids.length - 50, { timeoutMs: 20_000, intervalMs: 5, description: 'the sweep to be deleting' });
+    await second.stop();
+    stopped.pop();
+    // Restarted (retention off), the read models have folded all the log holds.
+    const third = await startService({ storeUrl: first.storeUrl });
+    await third.stop();
+    expect(ghosts(third.storeUrl).ghosts).toBe(0);
+  }, 150_000);
 });
