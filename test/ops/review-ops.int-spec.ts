@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine, unique } from '../engine/engine-helpers.js';
@@ -214,4 +215,45 @@ describe('SIGTERM while a retention sweep is deleting', () => {
     await third.stop();
     expect(ghosts(third.storeUrl).ghosts).toBe(0);
   }, 150_000);
+});
+
+describe('OpenTelemetry on (OTEL_EXPORTER_OTLP_ENDPOINT), against a collector that records what it is sent', () => {
+  const received: Array<{ path: string; body: string }> = [];
+  const collector = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      received.push({ path: req.url ?? '', body });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  let service: Service | undefined;
+  afterAll(async () => {
+    await service?.stop();
+    await new Promise<void>((resolve) => collector.close(() => resolve()));
+  });
+
+  it('exports traces (OTEL_RESOURCE_ATTRIBUTES service.name applies), not metrics or logs of its own as well', async () => {
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const { port } = collector.address() as { port: number };
+    service = await startService({
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_RESOURCE_ATTRIBUTES: 'service.name=orders-baton,deployment.environment=test',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        OTEL_METRIC_EXPORT_INTERVAL: '100',
+        OTEL_BLRP_SCHEDULE_DELAY: '100',
+      },
+    });
+    // Two batches of spans, each after a request: the metrics reader (every 100 ms) had time to export too.
+    for (let batch = 1; batch <= 2; batch++) {
+      await service.gql('{ __typename }');
+      await waitFor(() => received.filter((r) => r.path === '/v1/traces').length >= batch, { timeoutMs: 10_000, description: `trace batch ${batch}` });
+    }
+    const trace = JSON.parse(received.find((r) => r.path === '/v1/traces')!.body) as { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> } }> };
+    const attributes = Object.fromEntries(trace.resourceSpans[0].resource.attributes.map((a) => [a.key, a.value.stringValue]));
+    expect([...new Set(received.map((r) => r.path))]).toEqual(['/v1/traces']);
+    expect(attributes).toMatchObject({ 'service.name': 'orders-baton', 'deployment.environment': 'test' });
+  }, 60_000);
 });
