@@ -13,8 +13,15 @@ export async function startTracing(): Promise<() => Promise<void>> {
   const { HttpInstrumentation } = await import('@opentelemetry/instrumentation-http');
   const { GraphQLInstrumentation } = await import('@opentelemetry/instrumentation-graphql');
   const { NestInstrumentation } = await import('@opentelemetry/instrumentation-nestjs-core');
+  // `baton` only when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names the service:
+  // NodeSDK's serviceName overrides what its resource detectors read from them.
+  const named = Boolean(process.env.OTEL_SERVICE_NAME?.trim()) || /(^|,)\s*service\.name\s*=/.test(process.env.OTEL_RESOURCE_ATTRIBUTES ?? '');
   const sdk = new NodeSDK({
-    serviceName: process.env.OTEL_SERVICE_NAME ?? 'baton',
+    ...(named ? {} : { serviceName: 'baton' }),
+    // Traces only (metrics are Prometheus' at /metrics): without these, NodeSDK also exports OTLP
+    // metrics and logs by default. OTEL_METRICS_EXPORTER / OTEL_LOGS_EXPORTER set them up again.
+    ...(process.env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
+    ...(process.env.OTEL_LOGS_EXPORTER ? {} : { logRecordProcessors: [] }),
     instrumentations: [
       new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(health|metrics)/.test(req.url ?? '') }),
       new GraphQLInstrumentation({ mergeItems: true, ignoreTrivialResolveSpans: true }),
