@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { createServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
@@ -255,5 +255,24 @@ describe('OpenTelemetry on (OTEL_EXPORTER_OTLP_ENDPOINT), against a collector th
     const attributes = Object.fromEntries(trace.resourceSpans[0].resource.attributes.map((a) => [a.key, a.value.stringValue]));
     expect([...new Set(received.map((r) => r.path))]).toEqual(['/v1/traces']);
     expect(attributes).toMatchObject({ 'service.name': 'orders-baton', 'deployment.environment': 'test' });
+  }, 60_000);
+});
+
+describe('baton replay --all with a module that defines no workflow', () => {
+  it('is refused (exit 2, naming the module), not a pass that checked nothing', async () => {
+    const service = await startService();
+    const environment = unique('replay-none');
+    const worker = await startWorker({ url: service.url, token: service.token, environment });
+    const engine = new Engine(service, environment);
+    await engine.waitForState(await engine.dispatch('Sequential', ['x']));
+    await worker.stop();
+    await service.stop();
+
+    // A path to the wrong file (or an index that re-exports nothing by name): a module, no definitions.
+    const empty = join(mkdtempSync(join(tmpdir(), 'baton-review-ops-')), 'index.mjs');
+    writeFileSync(empty, 'export const version = 1;\n');
+    const replay = baton(['replay', empty, '--all'], { EVENT_STORE_URL: service.storeUrl });
+    expect({ code: replay.code, stderr: replay.stderr }).toEqual({ code: 2, stderr: expect.stringContaining(empty) });
+    expect(replay.stdout).not.toMatch(/0 NON_DETERMINISTIC/);
   }, 60_000);
 });
