@@ -7,6 +7,7 @@ import type { WorkflowDefinition } from '../sdk/definitions.js';
 import { replayableHistory } from '../protocol/workflow-retry.js';
 import { startProgress } from './progress.js';
 import { loadDefinitions } from './worker-command.js';
+import { CliError } from './store-commands.js';
 
 /** A workflow's current run (from its last `WorkflowContinuedAsNew`, or its start): what a replay checks, read from the end. */
 async function readCurrentRun(store: EventStore, workflowId: string): Promise<HistoryEvent[]> {
@@ -133,6 +134,8 @@ export async function replayCommand(store: EventStore, modulePath: string, workf
  */
 export async function replayAllCommand(store: EventStore, modulePath: string, name: string | undefined): Promise<number> {
   const { workflows } = await loadDefinitions(modulePath);
+  // Else every recorded workflow counted as "not defined" and the check passed, having checked nothing.
+  if (workflows.length === 0) throw new CliError(`${modulePath} exports no workflow definition (defineWorkflow values exported by name): nothing to replay against`);
   const ids: string[] = [];
   for (let after: bigint | undefined; ; ) {
     const page = await store.readAll({ after, maxCount: 1000 });
