@@ -178,6 +178,10 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     retentionDays: days('RETENTION_DAYS'),
     retentionSweepMs: int('RETENTION_SWEEP_MS', 3_600_000, 100, 7 * 24 * 3_600_000),
   };
+  // /metrics reads `Authorization: Bearer <token>` with the token one run of non-space characters.
+  if (config.metricsToken !== null && /\s/.test(config.metricsToken)) {
+    problems.push(`METRICS_TOKEN: expected the token alone, without spaces (the scraper sends it as "Authorization: Bearer <token>")`);
+  }
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     problems.push(`SHUTDOWN_DELAY_MS=${config.shutdownDelayMs} must be less than SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}`);
   }
