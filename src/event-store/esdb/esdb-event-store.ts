@@ -175,7 +175,9 @@ export class EsdbEventStore implements EventStore {
       );
     } catch (error) {
       if (options.expectedRevision !== undefined && error instanceof WrongExpectedVersionError) return 0;
-      if (!(error instanceof StreamNotFoundError) && !(error instanceof StreamDeletedError)) throw error;
+      // Gone already (another instance's retention tombstoned it first): this call removed nothing.
+      if (error instanceof StreamNotFoundError || error instanceof StreamDeletedError) return 0;
+      throw error;
     }
     return undefined;
   }
