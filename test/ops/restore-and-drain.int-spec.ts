@@ -32,7 +32,7 @@ describe('a restore under a worker that kept running (docs/OPERATIONS.md, Backup
   });
 
   it("the worker's held run (sticky execution) from after the backup is not replayed onto the restored history", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-review-ops-'));
+    const dir = mkdtempSync(join(tmpdir(), 'baton-restore-drain-'));
     const storeFile = join(dir, 'baton.db');
     const port = String(await freePort());
     const env = { PORT: port };
@@ -133,7 +133,7 @@ describe('retention swept by two instances on one store at once', () => {
   it('baton_retention_workflows_deleted_total counts each deletion once, on the instance that made it', async () => {
     // 0.00002 days = 1.7 s; both instances sweep every 100 ms.
     const env = { RETENTION_DAYS: '0.00002', RETENTION_SWEEP_MS: '100', LOG_LEVEL: 'info' };
-    const storeUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'baton-review-ops-')), 'baton.db')}`;
+    const storeUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'baton-restore-drain-')), 'baton.db')}`;
     const a = await startService({ storeUrl, env });
     stopped.push(a);
     const b = await startService({ storeUrl, env });
@@ -269,7 +269,7 @@ describe('baton replay --all with a module that defines no workflow', () => {
     await service.stop();
 
     // A path to the wrong file (or an index that re-exports nothing by name): a module, no definitions.
-    const empty = join(mkdtempSync(join(tmpdir(), 'baton-review-ops-')), 'index.mjs');
+    const empty = join(mkdtempSync(join(tmpdir(), 'baton-restore-drain-')), 'index.mjs');
     writeFileSync(empty, 'export const version = 1;\n');
     const replay = baton(['replay', empty, '--all'], { EVENT_STORE_URL: service.storeUrl });
     expect({ code: replay.code, stderr: replay.stderr }).toEqual({ code: 2, stderr: expect.stringContaining(empty) });

@@ -7,9 +7,9 @@ import zenaton from 'zenaton';
 import { Service, startService } from '../support/service.js';
 
 const APP = 'demo';
-const ENV = 'review-compat';
+const ENV = 'zenaton-edges';
 
-describe('review: the zenaton client against Baton', () => {
+describe('the zenaton client against Baton, at the edges', () => {
   let service: Service;
   let client: InstanceType<typeof zenaton.Client>;
   const previousGateway = process.env.ZENATON_GATEWAY_URL;
@@ -27,7 +27,7 @@ describe('review: the zenaton client against Baton', () => {
   beforeAll(async () => {
     service = await startService();
     process.env.ZENATON_GATEWAY_URL = service.url;
-    client = new zenaton.Client(APP, service.token, ENV, 'review-compat');
+    client = new zenaton.Client(APP, service.token, ENV, 'zenaton-edges');
   });
 
   afterAll(async () => {
