@@ -191,17 +191,21 @@ export function eventStoreContract(
         expect(ids(await store.readStream(streamId))).toEqual([...ids(batch), next.id]);
       });
 
-      it("answers a retried 'any' append as the first one did, and refuses an append reusing another append's event id", async () => {
+      it("answers a retried 'any' append as the first one did; an append reusing another append's event id is refused or written whole, never in part", async () => {
         const streamId = streamIn(category('idemany'));
         const batch = [newEvent(), newEvent()];
         const first = await store.append(streamId, batch, 'any');
         expect(await store.append(streamId, batch, 'any')).toEqual(first);
         expect(await store.append(streamId, batch, 'stream_exists')).toEqual(first);
-        // A new first event, then one already stored: not a retry, and nothing of it is written.
+        // A new first event, then one already stored: not a retry. The embedded store refuses it
+        // (event ids are unique there); EventStoreDB's idempotency check of an 'any' append looks
+        // at its first event id only (IndexWriter.CheckCommit) and writes it. The engine never
+        // appends several events with 'any'; what both must do is write all of it or nothing.
         // (The adapter's own error, which need not be an Error of this realm: only the refusal is checked.)
-        const outcome = await store.append(streamId, [newEvent(), batch[1]], 'any').then(() => 'written', () => 'refused');
-        expect(outcome).toBe('refused');
-        expect(ids(await store.readStream(streamId))).toEqual(ids(batch));
+        const fresh = newEvent();
+        const outcome = await store.append(streamId, [fresh, batch[1]], 'any').then(() => 'written', () => 'refused');
+        if (name === 'sqlite') expect(outcome).toBe('refused');
+        expect(ids(await store.readStream(streamId))).toEqual(outcome === 'refused' ? ids(batch) : [...ids(batch), fresh.id, batch[1].id]);
       });
     });
 
