@@ -98,3 +98,29 @@ describe('a query handler that throws an Error String() cannot write', () => {
     expect(answers).toEqual({ bad: { error: expect.any(String) }, good: 'fine' });
   });
 });
+
+describe("an event literally named '*'", () => {
+  // `onEvent('*', handler)` is called as handler(name, ...data) for events no other handler or
+  // wait takes. An event whose own name was '*' went through the named path instead and the
+  // wildcard handler got its data without the name (handler(...data)).
+  it("reaches a wildcard handler as every other event does: handler('*', ...data)", async () => {
+    const seen: unknown[][] = [];
+    const wf = defineWorkflow('Star', async (ctx) => {
+      ctx.onEvent('*', (...args: unknown[]) => {
+        seen.push(args);
+      });
+      await ctx.waitForEvent('stop');
+      return seen;
+    });
+    const replay = new WorkflowReplay(wf, WF, []);
+    const first = await replay.feed(start('Star'));
+    const commands = await replay.feed([
+      { revision: 2, type: 'DecisionCompleted', data: { commands: first } },
+      { revision: 3, type: 'WorkflowEventReceived', data: { name: '*', data: [1, 2] } },
+      { revision: 4, type: 'WorkflowEventReceived', data: { name: 'other', data: [3] } },
+      { revision: 5, type: 'WorkflowEventReceived', data: { name: 'stop', data: [] } },
+      { revision: 6, type: 'DecisionStarted', data: { startedAt: new Date(T0 + 1000).toISOString() } },
+    ]);
+    expect(commands).toEqual([{ type: 'CompleteWorkflow', result: [['*', 1, 2], ['other', 3]] }]);
+  });
+});
