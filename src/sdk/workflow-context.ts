@@ -603,7 +603,9 @@ export class WorkflowReplay {
       this.unclaimed.push(causeId === undefined ? { name, data } : { name, data, causeId });
       return;
     }
-    const handlers = this.handlers.get(name) ?? [];
+    // An event named '*' is not for the wildcard's handlers as a name of theirs: they get it as
+    // every other event, with its name first.
+    const handlers = name === '*' ? [] : (this.handlers.get(name) ?? []);
     for (const handler of handlers) this.runHandler(() => handler(...data));
     const index = this.waiters.findIndex((w) => w.name === name);
     if (index >= 0) {
