@@ -32,7 +32,17 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
   // /health/ready says why not (a long log, or a store that does not answer yet), GraphQL 503.
   const app = await createApp(config, { readModels: 'later' });
   for (const warning of configWarnings(config)) logger.warn(warning);
-  await app.listen(config.port, config.host);
+  try {
+    await app.listen(config.port, config.host);
+  } catch (error) {
+    // A port taken or not allowed, a host that does not resolve or is not this machine's: the
+    // settings are wrong for this host, said as the other bad settings are (exit 2, naming them).
+    const problem = listenProblem(error, config.port, config.host);
+    if (problem === undefined) throw error;
+    // Nothing was appended yet (no request served, read models not started): nothing to flush.
+    process.stderr.write(`${problem}\n`);
+    process.exit(2);
+  }
   const url = (await app.getUrl()).replace('[::1]', 'localhost').replace('0.0.0.0', 'localhost');
   logger.log(`listening on ${url} (event store: ${app.get<EventStore>(EVENT_STORE).kind}); catching up with the log`);
 
@@ -90,4 +100,22 @@ export async function main(stopTracing: () => Promise<void> = async () => {}): P
     });
   }
   process.stdout.write(`BATON_READY ${url}\n`);
+}
+
+/** What a failed `listen` says about `PORT` or `HOST`, or undefined for another failure. */
+function listenProblem(error: unknown, port: number, host: string): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case 'EADDRINUSE':
+      return `PORT=${port}: another process listens on ${host}:${port}`;
+    case 'EACCES':
+      return `PORT=${port}: not allowed to listen on it (ports below 1024 need privileges)`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `HOST=${JSON.stringify(host)}: the name does not resolve (${code})`;
+    case 'EADDRNOTAVAIL':
+      return `HOST=${JSON.stringify(host)}: not an address of this machine`;
+    default:
+      return undefined;
+  }
 }

@@ -37,6 +37,26 @@ describe('start-up with a store path that cannot be a database file', () => {
   });
 });
 
+describe('start-up on a port or host this machine cannot listen on', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-listen-'));
+  const taken = createServer();
+  afterAll(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+
+  it('a port another process listens on: exit 2 naming PORT, no stack trace', async () => {
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    const { code, out } = start({ EVENT_STORE_URL: `sqlite:${join(dir, 'port.db')}`, PORT: String(port) });
+    expect({ code, out }).toEqual({ code: 2, out: expect.stringContaining(`PORT=${port}: another process listens on 127.0.0.1:${port}`) });
+    expect(out).not.toMatch(/\n\s+at /);
+  });
+
+  it('a host that does not resolve: exit 2 naming HOST, no stack trace', () => {
+    const { code, out } = start({ EVENT_STORE_URL: `sqlite:${join(dir, 'host.db')}`, HOST: 'no-such-host.invalid' });
+    expect({ code, out }).toEqual({ code: 2, out: expect.stringContaining('HOST="no-such-host.invalid": the name does not resolve') });
+    expect(out).not.toMatch(/\n\s+at /);
+  });
+});
+
 describe('start-up while the read models cannot catch up (EventStoreDB not answering)', () => {
   const children: Array<ReturnType<typeof spawn>> = [];
   afterAll(() => {
