@@ -61,8 +61,11 @@ export class DashboardController {
     let pending = this.cache.get(relative);
     if (!pending) {
       const file = normalize(join(DASHBOARD_DIR, relative));
-      // Inside the directory itself (`dist/ui-other` starts with `dist/ui` too).
-      pending = file.startsWith(DASHBOARD_DIR + sep)
+      // Inside the directory itself (`dist/ui-other` starts with `dist/ui` too), and asked by its
+      // own name: the router decodes %2F into `:file`, and a name through a made-up folder
+      // (`x/../index-….js`, `./index-….js`) reached a real file under a new name each time, each
+      // kept in the cache with its own copy of the file.
+      pending = file.startsWith(DASHBOARD_DIR + sep) && normalize(relative) === relative
         ? readFile(file).then(
             (body) => ({ body, type: TYPES[extname(file)] ?? 'application/octet-stream', etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }),
             () => null,
