@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Browser } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { Service, startService } from '../support/service.js';
+import { killAllWorkers, startWorker } from '../support/worker.js';
+import { waitFor } from '../support/wait-for.js';
 import { hasChromium, launchChromium } from '../support/chromium.js';
 
 /**
@@ -8,18 +10,48 @@ import { hasChromium, launchChromium } from '../support/chromium.js';
  * build's assets, and the pages driven in headless Chromium (Debian's, never a downloaded one).
  */
 const itInBrowser = hasChromium ? it : it.skip;
+const ENV = 'review';
+const scope = { appId: 'demo', environment: ENV };
+const HTML = '<img src=x onerror="window.__xss=1">';
 
 describe('dashboard review', () => {
   let service: Service;
   let browser: Browser | undefined;
+  let failedId: string;
+
+  const dispatch = async (name: string, input: string, tag?: string): Promise<string> => {
+    const answer = await service.gql('mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', { input: { ...scope, name, input, ...(tag ? { tag } : {}) } });
+    expect(answer.body.errors).toBeUndefined();
+    return answer.body.data.dispatchWorkflow.id;
+  };
 
   beforeAll(async () => {
     [service, browser] = await Promise.all([startService(), hasChromium ? launchChromium() : Promise.resolve(undefined)]);
+    await startWorker({ url: service.url, token: service.token, environment: ENV });
+    failedId = await dispatch('Thrower', JSON.stringify([HTML]), HTML);
+    await waitFor(async () => (await service.gql('query($id: ID!) { workflow(appId: "demo", environment: "review", id: $id) { state } }', { id: failedId })).body.data.workflow.state === 'FAILED', {
+      timeoutMs: 20_000,
+      description: 'Thrower to fail',
+    });
+    // Served by no worker: they stay RUNNING. More than a page of the Workflows list (50).
+    for (let i = 0; i < 60; i++) await dispatch('Unserved', `[${i}]`);
   });
   afterAll(async () => {
     await browser?.close();
+    await killAllWorkers();
     await service?.stop();
   });
+
+  async function signIn(token = service.token): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(`${service.url}/ui`);
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('textbox', { name: 'Environment' }).fill(ENV);
+    return { context, page };
+  }
+  const nav = (page: Page, label: string) => page.getByRole('link', { name: label, exact: true }).click();
 
   it('serves an asset under its own name only: a name through a made-up folder (slash sent as %2F) is not found', async () => {
     const index = await (await fetch(`${service.url}/ui`)).text();
@@ -31,5 +63,68 @@ describe('dashboard review', () => {
       const response = await fetch(`${service.url}/ui/assets/${name}`);
       expect({ name, status: response.status }).toEqual({ name, status: 404 });
     }
+  });
+
+  itInBrowser('shows markup from API clients and workers as text: a tag, an input, an error, an event name', async () => {
+    const sent = await service.gql('mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { changed } }', {
+      input: { ...scope, selector: { name: 'Unserved' }, name: HTML, data: JSON.stringify([HTML]) },
+    });
+    expect(sent.body.data.sendEventToWorkflows.changed).toBe(60);
+    const { context, page } = await signIn();
+    await page.getByRole('textbox', { name: 'Tag', exact: true }).fill(HTML);
+    await page.getByTestId('workflows-table').getByText(HTML).waitFor();
+    await page.goto(`${service.url}/ui#/workflows/${failedId}`);
+    await page.getByTestId('workflow-error').waitFor();
+    await page.getByTestId('timeline').getByText('WorkflowFailed').waitFor();
+    for (const item of await page.getByTestId('timeline').locator('.mantine-Accordion-control').all()) await item.click();
+    await nav(page, 'Failures');
+    await page.getByTestId('failures-table').getByText(HTML).first().waitFor();
+    await page.goto(`${service.url}/ui#/workflows/${(await service.gql('{ workflows(filter: { appId: "demo", environment: "review", name: "Unserved" }, first: 1) { nodes { id } } }')).body.data.workflows.nodes[0].id}`);
+    await page.getByTestId('timeline').getByText(HTML).waitFor();
+    await nav(page, 'Audit');
+    await page.getByTestId('audit-table').getByText('WorkflowEventReceived').first().waitFor();
+    expect(await page.evaluate(() => (window as any).__xss)).toBeUndefined();
+    expect(await page.locator('img[src="x"]').count()).toBe(0);
+    await context.close();
+  });
+
+  itInBrowser('keeps the token when the page is reloaded while the service answers 503 (a restart behind a proxy): only a refused token is dropped', async () => {
+    const { context, page } = await signIn();
+    await page.getByTestId('workflows-table').locator('tbody tr').first().waitFor();
+    let refused = 0;
+    await page.route('**/graphql', (route: Route) => (refused++ === 0 ? route.fulfill({ status: 503, contentType: 'text/plain', body: 'Service Unavailable' }) : route.continue()));
+    await page.reload();
+    await waitFor(() => refused > 0, { timeoutMs: 10_000, description: 'the check refused' });
+    await waitFor(async () => (await page.getByLabel('API token').count()) + (await page.getByTestId('workflows-table').count()) + (await page.getByRole('alert').count()) > 0, { timeoutMs: 10_000, description: 'the page to settle' });
+    expect(await page.evaluate(() => sessionStorage.getItem('baton.token'))).toBe(service.token);
+    await context.close();
+  });
+
+  itInBrowser('drops an older page that answers after the filter changed: the list shows the new filter and keeps refreshing', async () => {
+    const { context, page } = await signIn();
+    const rows = page.getByTestId('workflows-table').locator('tbody tr');
+    await waitFor(async () => (await rows.count()) === 50, { timeoutMs: 10_000, description: 'the first page' });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let heldSeen = false;
+    await page.route('**/graphql', async (route: Route) => {
+      const body = route.request().postDataJSON();
+      if (body?.variables?.after) {
+        heldSeen = true;
+        await held;
+      }
+      await route.continue();
+    });
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await waitFor(() => heldSeen, { timeoutMs: 10_000, description: 'the older page asked' });
+    await page.getByTestId('state-counts').getByRole('button', { name: /^FAILED/ }).click();
+    await waitFor(async () => (await rows.count()) === 1, { timeoutMs: 10_000, description: 'the failed workflow alone' });
+    const answered = page.waitForResponse((r) => !!r.request().postDataJSON()?.variables?.after);
+    release();
+    await answered;
+    // The list keeps refreshing under the new filter: a later poll of the first page.
+    const polled = await page.waitForRequest((r) => r.postDataJSON()?.variables?.filter?.state === 'FAILED' && !r.postDataJSON()?.variables?.after, { timeout: 10_000 }).then(() => true, () => false);
+    expect({ rows: await rows.count(), polled }).toEqual({ rows: 1, polled: true });
+    await context.close();
   });
 });
