@@ -97,6 +97,13 @@ describe('dashboard review', () => {
     await waitFor(() => refused > 0, { timeoutMs: 10_000, description: 'the check refused' });
     await waitFor(async () => (await page.getByLabel('API token').count()) + (await page.getByTestId('workflows-table').count()) + (await page.getByRole('alert').count()) > 0, { timeoutMs: 10_000, description: 'the page to settle' });
     expect(await page.evaluate(() => sessionStorage.getItem('baton.token'))).toBe(service.token);
+    await page.getByRole('button', { name: 'Try again' }).click();
+    await page.getByTestId('workflows-table').waitFor();
+    // A token the service refuses is still dropped, and the page asks for one.
+    await page.evaluate(() => sessionStorage.setItem('baton.token', 'baton_unknown'));
+    await page.reload();
+    await page.getByLabel('API token').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('baton.token'))).toBeNull();
     await context.close();
   });
 

@@ -91,13 +91,22 @@ function App() {
   const [appId, setAppId] = useState(() => stored('baton.app', ''));
   const [environment, setEnvironment] = useState(() => stored('baton.env', 'dev'));
 
+  // The stored token is dropped only when the service refuses it: a page reloaded while the
+  // service restarts (a 502 or 503 from a proxy, no answer at all) keeps it and offers to try again.
+  const [checkError, setCheckError] = useState<string | null>(null);
+  const [checks, setChecks] = useState(0);
   useEffect(() => {
     if (!getToken()) return;
+    setChecking(true);
+    setCheckError(null);
     gql<{ viewer: Viewer }>(VIEWER)
       .then(({ viewer }) => setViewer(viewer))
-      .catch(() => setToken(null))
+      .catch((e) => {
+        if (e instanceof ApiError && (e.code === 'UNAUTHENTICATED' || e.code === 'FORBIDDEN')) setToken(null);
+        else setCheckError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      })
       .finally(() => setChecking(false));
-  }, []);
+  }, [checks]);
   useEffect(() => {
     if (viewer && (!appId || (!viewer.apps.includes('*') && !viewer.apps.includes(appId)))) setAppId(viewer.apps.find((a) => a !== '*') ?? 'demo');
     if (viewer?.environments && !viewer.environments.includes(environment)) setEnvironment(viewer.environments[0]);
@@ -106,6 +115,31 @@ function App() {
   useEffect(() => localStorage.setItem('baton.env', environment), [environment]);
 
   if (checking) return null;
+  if (!viewer && checkError && getToken())
+    return (
+      <Center h="100vh">
+        <Card withBorder shadow="sm" w={460} p="xl">
+          <Stack>
+            <Title order={2}>Baton</Title>
+            <Alert color="red" data-testid="check-error">
+              The service did not answer: {checkError}
+            </Alert>
+            <Group>
+              <Button onClick={() => setChecks((n) => n + 1)}>Try again</Button>
+              <Button
+                variant="default"
+                onClick={() => {
+                  setToken(null);
+                  setCheckError(null);
+                }}
+              >
+                Sign out
+              </Button>
+            </Group>
+          </Stack>
+        </Card>
+      </Center>
+    );
   if (!viewer) return <Login onLogin={setViewer} />;
 
   const scope = { appId, environment };

@@ -69,6 +69,11 @@ export function useCursorList<D, N>(
 ): { data: D | undefined; error: string | null; nodes: N[]; hasNextPage: boolean; loadedOlder: boolean; more: () => void; backToNewest: () => void; refresh: () => void } {
   const [older, setOlder] = useState<Connection<N> | null>(null);
   const [moreError, setMoreError] = useState<string | null>(null);
+  // What an older page or a refresh was asked for: an answer that comes after the filter (or the
+  // app) changed belongs to the list as it was, and is dropped (it replaced the new list and
+  // held it still).
+  const current = useRef(key);
+  current.current = key;
   useEffect(() => {
     setOlder(null);
     setMoreError(null);
@@ -78,12 +83,14 @@ export function useCursorList<D, N>(
   const more = () => {
     if (!shown?.pageInfo.endCursor) return;
     const before = shown;
+    const asked = key;
     loadAfter(before.pageInfo.endCursor!).then(
       (next) => {
+        if (current.current !== asked) return;
         setOlder({ nodes: [...before.nodes, ...next.nodes], pageInfo: next.pageInfo });
         setMoreError(null);
       },
-      (e) => setMoreError(errorText(e)),
+      (e) => current.current === asked && setMoreError(errorText(e)),
     );
   };
   // After an action: what is shown read again, every page loaded so far (not back to the first
@@ -91,6 +98,7 @@ export function useCursorList<D, N>(
   const refresh = () => {
     if (!older) return reload();
     const wanted = older.nodes.length;
+    const asked = key;
     (async () => {
       let shownNow = connection(await load());
       while (shownNow.nodes.length < wanted && shownNow.pageInfo.hasNextPage && shownNow.pageInfo.endCursor) {
@@ -100,10 +108,11 @@ export function useCursorList<D, N>(
       return shownNow;
     })().then(
       (next) => {
+        if (current.current !== asked) return;
         setOlder(next);
         setMoreError(null);
       },
-      (e) => setMoreError(errorText(e)),
+      (e) => current.current === asked && setMoreError(errorText(e)),
     );
   };
   return {
