@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { Service, startService } from '../support/service.js';
-import { killAllWorkers, startWorker } from '../support/worker.js';
+import { FixtureWorker, killAllWorkers, startWorker } from '../support/worker.js';
 import { waitFor } from '../support/wait-for.js';
 import { hasChromium, launchChromium } from '../support/chromium.js';
 
@@ -134,4 +134,31 @@ describe('dashboard review', () => {
     expect({ rows: await rows.count(), polled }).toEqual({ rows: 1, polled: true });
     await context.close();
   });
+
+  itInBrowser('Retry all on a failure group of more than 500 retries every one of them (the group lists the 500 most recent ids)', async () => {
+    const env = 'review-failures';
+    const failed = async () =>
+      (await service.gql('query($f: TaskFilterInput!) { tasks(filter: $f) { totalCount } }', { f: { appId: 'demo', environment: env, name: 'rejectsForGood', state: 'FAILED' } })).body.data.tasks.totalCount as number;
+    const worker: FixtureWorker = await startWorker({ url: service.url, token: service.token, environment: env, concurrency: 32 });
+    const total = 550;
+    for (let first = 0; first < total; first += 50) {
+      const fields = Array.from({ length: 50 }, (_, j) => `t${j}: dispatchTask(input: { appId: "demo", environment: "${env}", name: "rejectsForGood", input: "[\\"bulk\\"]" }) { id }`);
+      const answer = await service.gql(`mutation { ${fields.join(' ')} }`);
+      expect(answer.body.errors).toBeUndefined();
+    }
+    await waitFor(async () => (await failed()) === total, { timeoutMs: 60_000, intervalMs: 100, description: `${total} failed tasks` });
+    // No worker left: a retried task waits (PENDING) instead of failing again.
+    await worker.stop();
+
+    const { context, page } = await signIn();
+    await page.getByRole('textbox', { name: 'Environment' }).fill(env);
+    await nav(page, 'Failures');
+    const group = page.getByTestId('failures-table').locator('tbody tr').filter({ hasText: 'rejectsForGood' });
+    await group.waitFor();
+    await group.getByRole('button', { name: /^Retry all/ }).click();
+    let left = total;
+    await waitFor(async () => (left = await failed()) === 0, { timeoutMs: 20_000, description: 'every failed task retried' }).catch(() => undefined);
+    expect({ failedLeft: left }).toEqual({ failedLeft: 0 });
+    await context.close();
+  }, 240_000);
 });
