@@ -18,6 +18,32 @@ async function retryAll(scope: Scope, kind: string, ids: string[]): Promise<void
   }
 }
 
+interface Group {
+  kind: string;
+  name: string;
+  error: string;
+  count: number;
+  capped: boolean;
+  ids: string[];
+}
+
+/**
+ * Retries every failure of a group. The failures query lists a group's 500 most recent ids only:
+ * once those are retried, the group is read again and the ids not retried yet are retried, until
+ * a read brings none (a retried one that failed again is not retried a second time).
+ */
+async function retryGroup(scope: Scope, group: Group): Promise<void> {
+  const retried = new Set<string>();
+  for (let ids = group.ids; ids.length > 0; ) {
+    await retryAll(scope, group.kind, ids);
+    for (const id of ids) retried.add(id);
+    if (!group.capped && retried.size >= group.count) return;
+    const { failures } = await gql<{ failures: Group[] }>(FAILURES, { ...scope });
+    const now = failures.find((g) => g.kind === group.kind && g.name === group.name && g.error === group.error);
+    ids = (now?.ids ?? []).filter((id) => !retried.has(id));
+  }
+}
+
 export function FailuresPage() {
   const { scope, canControl } = useSession();
   const { data, error, reload } = usePolling(() => gql(FAILURES, scope), [scope.appId, scope.environment]);
@@ -68,8 +94,8 @@ export function FailuresPage() {
                         {open === key ? 'Hide' : 'Show'}
                       </Button>
                       {canControl && (
-                        <Button size="xs" color="orange" onClick={() => action.run(() => retryAll(scope, g.kind, g.ids))}>
-                          Retry all {g.count}
+                        <Button size="xs" color="orange" onClick={() => action.run(() => retryGroup(scope, g))}>
+                          Retry all {atLeast(g.count, g.capped)}
                         </Button>
                       )}
                     </Group>
