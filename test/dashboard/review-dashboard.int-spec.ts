@@ -161,4 +161,24 @@ describe('dashboard review', () => {
     expect({ failedLeft: left }).toEqual({ failedLeft: 0 });
     await context.close();
   }, 240_000);
+
+  itInBrowser('a timeline row shows the start of a large event, not all of it (each row laid out 240 KB of text: a second per screenful)', async () => {
+    const id = await dispatch('Unserved', '[]');
+    const big = ['word '.repeat(24_000), 'y'.repeat(119_000)];
+    for (let i = 0; i < 20; i++) {
+      const sent = await service.gql('mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { changed } }', { input: { ...scope, selector: { id }, name: `big${i}`, data: JSON.stringify(big) } });
+      expect(sent.body.errors).toBeUndefined();
+    }
+    const { context, page } = await signIn();
+    await page.goto(`${service.url}/ui#/workflows/${id}`);
+    const summaries = page.getByTestId('timeline-summary');
+    await summaries.nth(20).waitFor();
+    const longest = Math.max(...(await summaries.evaluateAll((all) => all.map((e) => e.textContent?.length ?? 0))));
+    expect(longest).toBeLessThan(1_000);
+    // The event's panel still holds all of it.
+    const event = page.getByTestId('timeline').locator('.mantine-Accordion-item').filter({ hasText: 'big0' });
+    await event.locator('button').first().click();
+    await waitFor(async () => ((await event.locator('pre').textContent()) ?? '').includes('y'.repeat(119_000)), { timeoutMs: 10_000, description: 'the whole event in its panel' });
+    await context.close();
+  });
 });
