@@ -95,6 +95,14 @@ function summary(e: HistoryEvent): string {
   }
 }
 
+/**
+ * A summary as one line shows it: the start of it. An event's data may be MAX_PAYLOAD_BYTES (an
+ * event's data, a task's result): the whole text in each row, clamped to a line by CSS, was laid
+ * out whole, a second's freeze for each screenful of such rows. The event's panel shows it all.
+ */
+const SUMMARY_CHARS = 500;
+const clip = (text: string): string => (text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS)}…` : text);
+
 const duration = (a: Attempt) => (a.endedAt ? `${Math.max(0, Date.parse(a.endedAt) - Date.parse(a.startedAt))} ms` : 'running');
 
 /** The tasks table, memoised like the timeline: it renders again only when more history is read. */
@@ -116,7 +124,7 @@ const TasksTable = memo(function TasksTable({ tasks }: { tasks: TaskRow[] }) {
             <Table.Td>
               {t.name}
               <Text size="xs" c="dimmed" ff="monospace">
-                {JSON.stringify(t.args)}
+                {clip(JSON.stringify(t.args) ?? '')}
               </Text>
             </Table.Td>
             <Table.Td>
@@ -150,7 +158,7 @@ const TimelineRow = memo(function TimelineRow({ e, index, count }: { e: HistoryE
             {e.type}
           </Badge>
           <Text size="sm" style={{ flex: 1 }} lineClamp={1} data-testid="timeline-summary">
-            {summary(e)}
+            {clip(summary(e))}
           </Text>
           {e.data?.attempt !== undefined && <Badge variant="outline">attempt {e.data.attempt}</Badge>}
           <Text size="xs" c="dimmed">
