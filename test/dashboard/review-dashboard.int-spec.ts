@@ -181,4 +181,20 @@ describe('dashboard review', () => {
     await waitFor(async () => ((await event.locator('pre').textContent()) ?? '').includes('y'.repeat(119_000)), { timeoutMs: 10_000, description: 'the whole event in its panel' });
     await context.close();
   });
+
+  itInBrowser('a workflow with more children than its page lists says how many it has', async () => {
+    const id = await dispatch('ManyChildren', '[120]');
+    await waitFor(async () => (await service.gql('query($id: ID!) { workflow(appId: "demo", environment: "review", id: $id) { state } }', { id })).body.data.workflow.state === 'COMPLETED', {
+      timeoutMs: 60_000,
+      description: 'ManyChildren to complete',
+    });
+    const { context, page } = await signIn();
+    await page.goto(`${service.url}/ui#/workflows/${id}`);
+    const children = page.locator('.mantine-Card-root').filter({ has: page.getByRole('heading', { name: /^Children/ }) });
+    await children.getByRole('link').first().waitFor();
+    // 100 listed, and nothing said of the 20 others.
+    expect(await children.getByRole('link').count()).toBe(100);
+    expect(await children.locator('h5').first().textContent()).toContain('120');
+    await context.close();
+  });
 });
