@@ -2,12 +2,12 @@ import { Accordion, Alert, Anchor, Badge, Button, Card, Code, Group, Modal, Simp
 import { memo, useMemo, useState } from 'react';
 import { HistoryEvent, gql } from '../api';
 import { HistoryProgress, useHistory } from '../history';
-import { ConfirmButton, JsonBlock, StateBadge, shortId, time, useAction, usePolling, useSession } from '../shared';
+import { ConfirmButton, JsonBlock, StateBadge, atLeast, shortId, time, useAction, usePolling, useSession } from '../shared';
 import { useWindowedList } from '../windowed';
 
 const WORKFLOW = `query($appId: String!, $environment: String!, $id: ID!, $children: WorkflowFilterInput!) {
   workflow(appId: $appId, environment: $environment, id: $id) { id name version tag state input output error parentId scheduleId createdAt updatedAt historyLength }
-  workflows(filter: $children, first: 100) { nodes { id name tag state createdAt } }
+  workflows(filter: $children, first: 100) { totalCount totalCountCapped nodes { id name tag state createdAt } }
 }`;
 
 interface Attempt {
@@ -296,8 +296,13 @@ export function WorkflowPage({ id }: { id: string }) {
       {data.workflows.nodes.length > 0 && (
         <Card withBorder>
           <Title order={5} mb="xs">
-            Children
+            Children ({atLeast(data.workflows.totalCount, data.workflows.totalCountCapped)})
           </Title>
+          {data.workflows.nodes.length < data.workflows.totalCount && (
+            <Text size="sm" c="dimmed" data-testid="children-partial">
+              The first {data.workflows.nodes.length}, oldest first.
+            </Text>
+          )}
           <Table>
             <Table.Tbody>
               {data.workflows.nodes.map((c: any) => (
