@@ -197,4 +197,55 @@ describe('dashboard review', () => {
     expect(await children.locator('h5').first().textContent()).toContain('120');
     await context.close();
   });
+
+  /** A workflow served by no worker (RUNNING), with a few events in its timeline. */
+  const runningWorkflow = async (): Promise<string> => {
+    const id = await dispatch('Unserved', '["waiting"]');
+    for (let i = 0; i < 3; i++) await service.gql('mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { changed } }', { input: { ...scope, selector: { id }, name: `ev${i}`, data: '[]' } });
+    return id;
+  };
+  const isWorkflowQuery = (route: Route, id: string) => {
+    const body = route.request().postDataJSON();
+    return typeof body?.query === 'string' && body.query.includes('workflow(appId') && body.variables?.id === id;
+  };
+
+  itInBrowser('going from one workflow to another shows nothing of the first under the second id (its buttons acted on the second)', async () => {
+    const other = await runningWorkflow();
+    const { context, page } = await signIn();
+    await page.goto(`${service.url}/ui#/workflows/${failedId}`);
+    await page.getByTestId('workflow-actions').getByRole('button', { name: 'Retry' }).waitFor();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked = false;
+    await page.route('**/graphql', async (route: Route) => {
+      if (isWorkflowQuery(route, other)) {
+        asked = true;
+        await held;
+      }
+      await route.continue();
+    });
+    await page.evaluate((id) => (window.location.hash = `#/workflows/${id}`), other);
+    await waitFor(() => asked, { timeoutMs: 10_000, description: 'the second workflow asked for' });
+    // While its answer is on its way: the first workflow's id and its Retry (which would retry the second) are not shown.
+    const shown = { firstId: await page.getByText(failedId).count(), retry: await page.getByRole('button', { name: 'Retry', exact: true }).count() };
+    release();
+    expect(shown).toEqual({ firstId: 0, retry: 0 });
+    await page.getByText(other).first().waitFor();
+    await context.close();
+  });
+
+  itInBrowser('a refresh of a workflow page that fails shows its error above the page, which stays (an expanded event stays open)', async () => {
+    const id = await runningWorkflow();
+    const { context, page } = await signIn();
+    await page.goto(`${service.url}/ui#/workflows/${id}`);
+    const event = page.getByTestId('timeline').locator('.mantine-Accordion-item').filter({ hasText: 'ev1' });
+    await event.locator('button').first().click();
+    await event.locator('pre').waitFor();
+    let failed = 0;
+    await page.route('**/graphql', (route: Route) => (isWorkflowQuery(route, id) && failed++ === 0 ? route.fulfill({ status: 503, contentType: 'text/plain', body: 'Service Unavailable' }) : route.continue()));
+    await page.getByText('HTTP 503').waitFor({ timeout: 10_000 });
+    const during = { timeline: await page.getByTestId('timeline').count(), expanded: await event.locator('pre').isVisible() };
+    expect(during).toEqual({ timeline: 1, expanded: true });
+    await context.close();
+  });
 });
