@@ -15,9 +15,15 @@ export const useSession = (): Session => useContext(SessionContext)!;
 /** An API error as the pages show it: its code and message. */
 const errorText = (e: unknown): string => (e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
 
-/** Loads `load()` now and every `intervalMs` (live updates without reloading the page). */
-export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalMs = 2000): { data: T | undefined; error: string | null; reload: () => void } {
+/**
+ * Loads `load()` now and every `intervalMs` (live updates without reloading the page). `data` is
+ * the last answer, kept while `deps` change until the next one comes; `fresh` says it answers the
+ * current `deps`.
+ */
+export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalMs = 2000): { data: T | undefined; fresh: boolean; error: string | null; reload: () => void } {
   const [data, setData] = useState<T>();
+  const depsKey = JSON.stringify(deps);
+  const [loadedFor, setLoadedFor] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const loadRef = useRef(load);
   loadRef.current = load;
@@ -31,6 +37,7 @@ export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalM
         const value = await loadRef.current();
         if (alive) {
           setData(value);
+          setLoadedFor(depsKey);
           setError(null);
         }
       } catch (e) {
@@ -45,7 +52,7 @@ export function usePolling<T>(load: () => Promise<T>, deps: unknown[], intervalM
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick, intervalMs]);
-  return { data, error, reload };
+  return { data, fresh: loadedFor === depsKey, error, reload };
 }
 
 /** A page of a cursor-paginated list, as the API answers it. */

@@ -209,7 +209,7 @@ const Timeline = memo(function Timeline({ events }: { events: HistoryEvent[] }) 
 
 export function WorkflowPage({ id }: { id: string }) {
   const { scope, canControl } = useSession();
-  const { data, error, reload } = usePolling(() => gql(WORKFLOW, { ...scope, id, children: { ...scope, parentId: id } }), [id, scope.appId, scope.environment]);
+  const { data, fresh, error, reload } = usePolling(() => gql(WORKFLOW, { ...scope, id, children: { ...scope, parentId: id } }), [id, scope.appId, scope.environment]);
   const timeline = useHistory('workflow', scope, id, data?.workflow?.historyLength);
   const tasks = useMemo(() => tasksOf(timeline.events), [timeline.events]);
   const action = useAction(reload);
@@ -218,8 +218,9 @@ export function WorkflowPage({ id }: { id: string }) {
   const [eventData, setEventData] = useState('[]');
 
   const w = data?.workflow;
-  if (error) return <Alert color="red">{error}</Alert>;
-  if (!data) return <Text>Loading…</Text>;
+  // Nothing of another workflow (the one shown before, under this id: its buttons would act on
+  // this one); a failed refresh is shown above the page, which stays as it was.
+  if (!data || !fresh) return error ? <Alert color="red">{error}</Alert> : <Text>Loading…</Text>;
   if (!w) return <Alert color="yellow">No workflow {id} in {scope.appId} / {scope.environment}.</Alert>;
 
   const selector = { ...scope, selector: { id } };
@@ -228,6 +229,11 @@ export function WorkflowPage({ id }: { id: string }) {
 
   return (
     <Stack>
+      {error && (
+        <Alert color="red" data-testid="refresh-error">
+          {error}
+        </Alert>
+      )}
       <Group justify="space-between">
         <Group>
           <Title order={3}>{w.version ?? w.name}</Title>
