@@ -39,10 +39,11 @@ export interface Viewer {
 
 export const VIEWER = '{ viewer { tokenId role capabilities apps environments label } }';
 
-export interface Scope {
+/** A type alias, not an interface: it is passed as GraphQL variables (`Record<string, unknown>`). */
+export type Scope = {
   appId: string;
   environment: string;
-}
+};
 
 export interface HistoryEvent {
   revision: number;

@@ -14,7 +14,7 @@ const ENV = 'review';
 const scope = { appId: 'demo', environment: ENV };
 const HTML = '<img src=x onerror="window.__xss=1">';
 
-describe('dashboard review', () => {
+describe('the dashboard at its edges', () => {
   let service: Service;
   let browser: Browser | undefined;
   let failedId: string;
@@ -58,7 +58,7 @@ describe('dashboard review', () => {
     const script = /src="\/ui\/assets\/([^"]+\.js)"/.exec(index)?.[1];
     expect(script).toBeDefined();
     expect((await fetch(`${service.url}/ui/assets/${script}`)).status).toBe(200);
-    // Each such name was served, and kept in memory with its own copy of the file (see src/dashboard/review-dashboard.spec.ts).
+    // Each such name was served, and kept in memory with its own copy of the file (see src/dashboard/asset-names.spec.ts).
     for (const name of [`made-up%2F..%2F${script}`, `.%2F${script}`, '..%2Findex.html']) {
       const response = await fetch(`${service.url}/ui/assets/${name}`);
       expect({ name, status: response.status }).toEqual({ name, status: 404 });
