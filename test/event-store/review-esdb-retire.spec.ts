@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { StoreUnavailableError } from '../../src/event-store/event-store.port.js';
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 import { FakeEsdb } from '../support/fake-esdb.js';
+import { waitFor } from '../support/wait-for.js';
 
 /*
  * What `retire` is for: a connection whose peer went away without closing it (half-open: the
@@ -17,10 +18,14 @@ import { FakeEsdb } from '../support/fake-esdb.js';
 /** A TCP front for the fake server that counts the connections it accepts and can go silent. */
 class TcpFront {
   accepted = 0;
+  /** Connections the client has not closed. */
+  open = 0;
   port = 0;
   private readonly pairs: Array<{ client: net.Socket; upstream: net.Socket; silent: boolean }> = [];
   private readonly server = net.createServer((client) => {
     this.accepted += 1;
+    this.open += 1;
+    client.on('close', () => (this.open -= 1));
     const upstream = net.connect(this.target, '127.0.0.1');
     const pair = { client, upstream, silent: false };
     this.pairs.push(pair);
@@ -97,4 +102,21 @@ describe('EsdbEventStore replacing a connection that let a deadline pass', () =>
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(fake.streams.get('workflow-after')).toHaveLength(1);
   });
+
+  it('closes the replaced connection once its calls are over, though the server still answers on it', async () => {
+    fake = await FakeEsdb.start();
+    front = await TcpFront.start(fake.port);
+    store = new EsdbEventStore(`esdb://127.0.0.1:${front.port}?tls=false`, { callTimeoutMs: 500 });
+    // A server slow to answer one append (alive: it answers keepalive pings): the store replaces
+    // its connection all the same.
+    fake.hold = (append) => append.streamId === 'workflow-slow';
+    await expect(store.append('workflow-slow', [event()])).rejects.toBeInstanceOf(StoreUnavailableError);
+    await store.append('workflow-after', [event()]);
+    expect(front.accepted).toBe(2);
+    fake.release();
+    // The old client is disposed a deadline later and grpc-js drops an unused connection within
+    // 10 s: one connection is left, not one more for every replacement.
+    await waitFor(() => front!.open === 1, { timeoutMs: 15_000, description: 'the replaced connection to close' });
+  }, 20_000);
+
 });

@@ -108,7 +108,7 @@ export class EsdbEventStore implements EventStore {
   constructor(url: string, options: EsdbEventStoreOptions = {}) {
     this.connectionString = url.replace(/^kurrent(?:db)?(\+discover)?:\/\//, 'esdb$1://');
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    this.client = EventStoreDBClient.connectionString(this.connectionString);
+    this.client = connect(this.connectionString);
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
@@ -298,7 +298,7 @@ export class EsdbEventStore implements EventStore {
     this.lifetime.abort();
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     for (const timer of this.retired.values()) clearTimeout(timer);
-    await Promise.allSettled([this.client, ...this.retired.keys()].map((client) => client.dispose()));
+    await Promise.allSettled([this.client, ...this.retired.keys()].map(disposeClient));
     this.retired.clear();
   }
 
@@ -316,14 +316,15 @@ export class EsdbEventStore implements EventStore {
    * Replaces a connection that let a deadline pass. The client caches a failed server-features
    * probe for its lifetime (every later append fails with it), so only a fresh client recovers.
    * Calls still running on the old one end by their own deadline; it is disposed after that.
-   * Subscriptions move to the new one and resume from their checkpoint.
+   * Subscriptions move to the new one and resume from their checkpoint. The new client has a TCP
+   * connection of its own (see `connect`): the old one's may be half-open.
    */
   retire(stale: EventStoreDBClient): void {
     if (this.lifetime.signal.aborted || this.client !== stale) return;
-    this.client = EventStoreDBClient.connectionString(this.connectionString);
+    this.client = connect(this.connectionString);
     const timer = setTimeout(() => {
       this.retired.delete(stale);
-      void stale.dispose().catch(() => undefined);
+      void disposeClient(stale);
     }, this.callTimeoutMs);
     timer.unref();
     this.retired.set(stale, timer);
@@ -522,6 +523,80 @@ class EsdbSubscription implements Subscription {
     this.wake?.();
     await this.done;
   }
+}
+
+/** Clients created in this process (module-wide: a store's clients must not share with another store's either). */
+let clientsCreated = 0;
+/** How many successive clients get distinct keepalive settings before they repeat. */
+const KEEPALIVE_VARIANTS = 1_000;
+/** The client's defaults (6.x). */
+const DEFAULT_KEEPALIVE_MS = 10_000;
+
+/**
+ * A client of its own TCP connection. grpc-js keeps one process-wide pool of subchannels (TCP
+ * connections) and gives a new channel the pooled one whose target, channel options and
+ * credentials are equal to its own; the client builds its channel with fixed options (keepalive
+ * time and timeout, max receive length) and no way to ask for a private pool, so a new client made
+ * from the same connection string would send over the very connection it replaces (a half-open one
+ * then fails every call until keepalive gives up on it, ~20 s with the defaults). The keepalive
+ * settings are the only channel options the connection string reaches, so each client gets them a
+ * few milliseconds apart from its predecessors': the keepalive timeout grows by up to
+ * `KEEPALIVE_VARIANTS - 1` ms, or, when it is disabled (-1) and pings are sent, the interval does.
+ */
+function connect(connectionString: string): EventStoreDBClient {
+  const offset = clientsCreated++ % KEEPALIVE_VARIANTS;
+  const client = EventStoreDBClient.connectionString(offset === 0 ? connectionString : withKeepAliveOffset(connectionString, offset));
+  // The channels it opens, to close them when it is disposed (see `disposeClient`). `getChannel`
+  // is the client's protected accessor, through which it opens every channel it uses.
+  const internals = client as unknown as { getChannel?: () => Promise<Channel> };
+  const getChannel = internals.getChannel;
+  if (typeof getChannel === 'function') {
+    const opened = new Set<Promise<Channel>>();
+    channels.set(client, opened);
+    internals.getChannel = () => {
+      const channel = getChannel.call(client);
+      opened.add(channel);
+      return channel;
+    };
+  }
+  return client;
+}
+
+function withKeepAliveOffset(connectionString: string, offset: number): string {
+  const [base, query] = connectionString.split(/\?(.*)/s, 2) as [string, string | undefined];
+  const params = query ? query.split('&') : [];
+  // Keys as the client reads them: any case, `-` and `_` ignored; a later one wins.
+  const key = (param: string) => param.split('=')[0].trim().toLowerCase().replace(/[_-]/g, '');
+  const value = (name: string) => {
+    const found = params.filter((param) => key(param) === name).pop();
+    return found === undefined ? DEFAULT_KEEPALIVE_MS : parseInt(found.split('=')[1] ?? '', 10);
+  };
+  const timeout = value('keepalivetimeout');
+  const interval = value('keepaliveinterval');
+  // With pings off (interval -1) the timeout is never used, whatever it is.
+  const varied =
+    timeout >= 0 || interval < 0 ? `keepAliveTimeout=${Math.max(timeout, 0) + offset}` : `keepAliveInterval=${interval + offset}`;
+  return `${base}?${[...params, varied].join('&')}`;
+}
+
+interface Channel {
+  close(): void;
+}
+const channels = new WeakMap<EventStoreDBClient, Set<Promise<Channel>>>();
+
+/**
+ * Ends a client's calls and closes its channels. `dispose()` only ends the calls: a channel, and
+ * with it its hold on a TCP connection in grpc-js's pool, would stay open for the life of the
+ * process (one more connection kept for every client retired while the server still answers
+ * keepalive pings). Closing one the client already closed itself (after a connection error) is
+ * harmless.
+ */
+async function disposeClient(client: EventStoreDBClient): Promise<void> {
+  await client.dispose().catch(() => undefined);
+  for (const channel of channels.get(client) ?? []) {
+    await channel.then((opened) => opened.close()).catch(() => undefined);
+  }
+  channels.delete(client);
 }
 
 /** The subscriber's handler threw: not the store's fault, so not retried. */
