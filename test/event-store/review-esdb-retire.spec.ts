@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { EventStoreDBClient } from '@eventstore/db-client';
 import { StoreUnavailableError } from '../../src/event-store/event-store.port.js';
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 import { FakeEsdb } from '../support/fake-esdb.js';
@@ -119,4 +120,36 @@ describe('EsdbEventStore replacing a connection that let a deadline pass', () =>
     await waitFor(() => front!.open === 1, { timeoutMs: 15_000, description: 'the replaced connection to close' });
   }, 20_000);
 
+  it('replaces the connection also when the client\'s own gRPC deadline ends the call first', async () => {
+    fake = await FakeEsdb.start();
+    front = await TcpFront.start(fake.port);
+    store = new EsdbEventStore(`esdb://127.0.0.1:${front.port}?tls=false`, { callTimeoutMs: 1_000 });
+    await store.append('workflow-before', [event()]);
+    front.silenceOpenConnections();
+
+    // An append carries a gRPC deadline as long as the store's own timer, and whichever fires
+    // first ends the call. On a busy machine the client's is sometimes first (5 appends in 60 on a
+    // silent connection with both cores kept busy): the event loop's cached time, which the
+    // store's timer starts from, lags the clock the deadline is computed from. Here the client's
+    // deadline is made 50 ms shorter, so that it is first every time.
+    const client = EventStoreDBClient.prototype as unknown as { createDeadline(deadline?: number): Date };
+    const createDeadline = client.createDeadline;
+    client.createDeadline = function (this: unknown, deadline?: number) {
+      return new Date(createDeadline.call(this, deadline).getTime() - 50);
+    };
+    try {
+      await expect(store.append('workflow-lost', [event()])).rejects.toThrow(/DEADLINE_EXCEEDED/);
+    } finally {
+      client.createDeadline = createDeadline;
+    }
+
+    const next = await store.append('workflow-after', [event()], 'no_stream').then(
+      (result) => result,
+      (error: unknown) => error,
+    );
+    expect({ next, connections: front.accepted }).toEqual({
+      next: { nextExpectedRevision: 0n, position: expect.any(BigInt) },
+      connections: 2,
+    });
+  });
 });
