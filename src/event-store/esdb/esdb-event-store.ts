@@ -393,10 +393,15 @@ export class EsdbEventStore implements EventStore {
       aborted.addEventListener('abort', onAbort, { once: true });
       work(client, (fn) => (cancel = fn), progress).then(
         (value) => settle(() => resolve(value)),
-        (error: unknown) =>
+        (error: unknown) => {
           settle(() =>
             reject(isConnectionError(error) ? new StoreUnavailableError(`${unavailable}: ${message(error)}`, { cause: error }) : error),
-          ),
+          );
+          // The client's own deadline (appends and tombstones carry one as long as `timeoutMs`)
+          // can fire before the timer above: the event loop's time that timer starts from may lag
+          // the clock the deadline is computed from. The call let a deadline pass all the same.
+          if (isDeadlineExceeded(error)) this.retire(client);
+        },
       );
     });
   }
@@ -619,6 +624,10 @@ function isConnectionError(thrown: unknown): boolean {
     error instanceof UnknownError ||
     (error instanceof Error && error.message.startsWith('Failed to discover'))
   );
+}
+
+function isDeadlineExceeded(thrown: unknown): boolean {
+  return (thrown instanceof Error ? convertToCommandError(thrown) : thrown) instanceof DeadlineExceededError;
 }
 
 function toClientRevision(expected: ExpectedRevision): AppendExpectedRevision {
