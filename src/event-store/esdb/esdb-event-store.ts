@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import {
   ANY,
   BACKWARDS,
@@ -567,21 +568,20 @@ function connect(connectionString: string): EventStoreDBClient {
   return client;
 }
 
+/** The client's own connection-string parser (CommonJS, not in its exports' index). */
+const { parseConnectionString } = createRequire(import.meta.url)('@eventstore/db-client/dist/Client/parseConnectionString.js') as {
+  parseConnectionString: (connectionString: string) => { keepAliveTimeout?: number; keepAliveInterval?: number };
+};
+
+/** The connection string with its keepalive timeout (or interval) `offset` ms longer. */
 function withKeepAliveOffset(connectionString: string, offset: number): string {
-  const [base, query] = connectionString.split(/\?(.*)/s, 2) as [string, string | undefined];
-  const params = query ? query.split('&') : [];
-  // Keys as the client reads them: any case, `-` and `_` ignored; a later one wins.
-  const key = (param: string) => param.split('=')[0].trim().toLowerCase().replace(/[_-]/g, '');
-  const value = (name: string) => {
-    const found = params.filter((param) => key(param) === name).pop();
-    return found === undefined ? DEFAULT_KEEPALIVE_MS : parseInt(found.split('=')[1] ?? '', 10);
-  };
-  const timeout = value('keepalivetimeout');
-  const interval = value('keepaliveinterval');
-  // With pings off (interval -1) the timeout is never used, whatever it is.
+  const { keepAliveTimeout: timeout = DEFAULT_KEEPALIVE_MS, keepAliveInterval: interval = DEFAULT_KEEPALIVE_MS } =
+    parseConnectionString(connectionString);
+  // With pings off (interval -1) the timeout is never used, whatever it is. A later key wins.
   const varied =
     timeout >= 0 || interval < 0 ? `keepAliveTimeout=${Math.max(timeout, 0) + offset}` : `keepAliveInterval=${interval + offset}`;
-  return `${base}?${[...params, varied].join('&')}`;
+  const trimmed = connectionString.trim().replace(/\/+$/, '');
+  return `${trimmed}${trimmed.includes('?') ? '&' : '?'}${varied}`;
 }
 
 interface Channel {
