@@ -37,6 +37,16 @@ describe('a revoked token acts no more, on any instance, even through a request 
       description: 'both instances to refuse the revoked token',
     });
 
+  /** Until the worker's poll is parked on B (B's workers list shows a poll in flight). */
+  const parkedOnB = (workerId: string) =>
+    waitFor(
+      async () => {
+        const data = expectData(await gql(b, `query { workers(appId: "${SCOPE.appId}", environment: "${SCOPE.environment}") { workers { workerId pollsInFlight } } }`, undefined, a.token));
+        return data.workers.workers.some((w: { workerId: string; pollsInFlight: number }) => w.workerId === workerId && w.pollsInFlight > 0);
+      },
+      { timeoutMs: 10_000, intervalMs: 20, description: 'the poll to be parked on B' },
+    );
+
   it("a worker's poll parked before the revocation claims nothing after it: the task goes to a worker whose token is valid", async () => {
     const [doomed, good] = await issueTokens(a, [
       { apps: ['demo'], role: 'worker' },
@@ -61,13 +71,7 @@ describe('a revoked token acts no more, on any instance, even through a request 
       },
       doomed,
     );
-    await waitFor(
-      async () => {
-        const data = expectData(await gql(b, `query { workers(appId: "${SCOPE.appId}", environment: "${SCOPE.environment}") { workers { workerId pollsInFlight } } }`, undefined, a.token));
-        return data.workers.workers.some((w: { workerId: string; pollsInFlight: number }) => w.workerId === workerId && w.pollsInFlight > 0);
-      },
-      { timeoutMs: 10_000, intervalMs: 20, description: 'the poll to be parked on B' },
-    );
+    await parkedOnB(workerId);
 
     await revokeTokenViaCli(storeUrl, tokenIdOf(doomed));
     await refusedEverywhere(doomed);
@@ -91,13 +95,7 @@ describe('a revoked token acts no more, on any instance, even through a request 
     const name = unique('EagerAfterRevoke');
     const workerId = unique('leaked-worker');
     const parked = gql(b, POLL_WORK, { input: { ...SCOPE, workerId, workflows: [name], tasks: [], waitMs: 30_000, maxItems: 10 } }, doomed);
-    await waitFor(
-      async () => {
-        const data = expectData(await gql(b, `query { workers(appId: "${SCOPE.appId}", environment: "${SCOPE.environment}") { workers { workerId pollsInFlight } } }`, undefined, a.token));
-        return data.workers.workers.some((w: { workerId: string; pollsInFlight: number }) => w.workerId === workerId && w.pollsInFlight > 0);
-      },
-      { timeoutMs: 10_000, intervalMs: 20, description: 'the poll to be parked on B' },
-    );
+    await parkedOnB(workerId);
     await revokeTokenViaCli(storeUrl, tokenIdOf(doomed));
     await refusedEverywhere(doomed);
 

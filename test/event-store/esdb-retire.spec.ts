@@ -68,6 +68,18 @@ let fake: FakeEsdb | undefined;
 let front: TcpFront | undefined;
 let store: EsdbEventStore | undefined;
 
+/** The next append is answered, over a second TCP connection (the replaced client's own). */
+async function expectAnsweredOnASecondConnection(): Promise<void> {
+  const next = await store!.append('workflow-after', [event()], 'no_stream').then(
+    (result) => result,
+    (error: unknown) => error,
+  );
+  expect({ next, connections: front!.accepted }).toEqual({
+    next: { nextExpectedRevision: 0n, position: expect.any(BigInt) },
+    connections: 2,
+  });
+}
+
 afterEach(async () => {
   await store?.close();
   await front?.close();
@@ -89,18 +101,9 @@ describe('EsdbEventStore replacing a connection that let a deadline pass', () =>
     front.silenceOpenConnections();
     await expect(store.append('workflow-lost', [event()])).rejects.toBeInstanceOf(StoreUnavailableError);
 
-    // The store has replaced its client: the next append (well before keepalive could notice the
-    // dead connection) goes over a new connection and is answered.
-    const started = Date.now();
-    const next = await store.append('workflow-after', [event()], 'no_stream').then(
-      (result) => result,
-      (error: unknown) => error,
-    );
-    expect({ next, connections: front.accepted }).toEqual({
-      next: { nextExpectedRevision: 0n, position: expect.any(BigInt) },
-      connections: 2,
-    });
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // The store has replaced its client: the next append goes over a new connection (on main it
+    // went over the dead one, until keepalive gave it up about 20 s later) and is answered.
+    await expectAnsweredOnASecondConnection();
     expect(fake.streams.get('workflow-after')).toHaveLength(1);
   });
 
@@ -143,13 +146,6 @@ describe('EsdbEventStore replacing a connection that let a deadline pass', () =>
       client.createDeadline = createDeadline;
     }
 
-    const next = await store.append('workflow-after', [event()], 'no_stream').then(
-      (result) => result,
-      (error: unknown) => error,
-    );
-    expect({ next, connections: front.accepted }).toEqual({
-      next: { nextExpectedRevision: 0n, position: expect.any(BigInt) },
-      connections: 2,
-    });
+    await expectAnsweredOnASecondConnection();
   });
 });
