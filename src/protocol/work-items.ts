@@ -28,7 +28,7 @@ export interface WireDecisionReport {
   decisionId: string;
   /** JSON array of `DecisionCommand`s. */
   commands?: string;
-  /** JSON object: each query handler's answer on the state this decision left (read by `workflowQuery`). */
+  /** JSON object: each query handler's answer on the state this decision left (read through `Workflow.queries`). */
   queries?: string;
   failureCode?: string;
   failureMessage?: string;

@@ -132,8 +132,8 @@ export interface WorkflowContext {
    */
   onEvent(name: string, handler: (...data: any[]) => unknown): void;
   /**
-   * Answers `name` for readers outside the workflow (`workflowQuery` in GraphQL,
-   * `client.queryWorkflow`): the handler runs on the workflow's replayed state at the end of each
+   * Answers `name` for readers outside the workflow (the `queries` field of a
+   * `Workflow` in GraphQL, `client.queryWorkflow`): the handler runs on the workflow's replayed state at the end of each
    * decision and its JSON answer is recorded with the decision. It must not call `ctx` methods.
    * One that throws, or answers what JSON cannot hold, answers `{ error: message }` (the decision
    * and the other queries' answers are unaffected).
