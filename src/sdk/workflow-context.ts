@@ -154,9 +154,12 @@ export interface WorkflowContext {
   select(selector: Selector): SelectedWorkflows;
   /** The time of the current decision (deterministic: use it instead of `Date.now()`). */
   now(): Date;
-  /** A deterministic random number in [0, 1). */
+  /** A deterministic random number in [0, 1) (a run started by `continueAsNew` draws another sequence). */
   random(): number;
-  /** A deterministic UUID (v4 format): 128 bits derived from the workflow id and how many were asked for before. */
+  /**
+   * A deterministic UUID (v4 format): 128 bits derived from the workflow id, its run and how many
+   * this run asked for before (a run started by `continueAsNew` draws other ids than the runs before it).
+   */
   uuid(): string;
   /**
    * Ends this run and starts a fresh one under the same workflow id, with these arguments and an
@@ -231,6 +234,12 @@ export class WorkflowReplay {
   private time = 0;
   private rng: () => number;
   private uuids = 0;
+  /**
+   * What tells this run's `uuid()` and `random()` from the other runs' of the workflow: empty for
+   * its first run (the values it always had), `:<seqBase>` for a run started by continue-as-new,
+   * which would otherwise draw the first run's values over again.
+   */
+  private runSalt = '';
   private replaying = true;
   private started = false;
   private finished = false;
@@ -262,6 +271,14 @@ export class WorkflowReplay {
     } = {},
   ) {
     this.rng = xoshiro128(createHash('sha256').update(`random:${workflowId}`).digest());
+  }
+
+  /** Starts `random()` and `uuid()` for a run (see `runSalt`). */
+  private reseed(salt: string): void {
+    if (salt === this.runSalt) return;
+    this.runSalt = salt;
+    this.rng = xoshiro128(createHash('sha256').update(`random:${this.workflowId}${salt}`).digest());
+    this.uuids = 0;
   }
 
   /** The clock of the last decision fed (ms since the epoch): a next decision's may not be earlier. @internal */
@@ -388,6 +405,7 @@ export class WorkflowReplay {
         case 'WorkflowDispatched':
         case 'WorkflowContinuedAsNew':
           this.seq = event.data.seqBase ?? 0;
+          this.reseed(this.seq > 0 ? `:${this.seq}` : '');
           continue;
         case 'DecisionCompleted':
           if (!this.started) continue;
@@ -778,7 +796,7 @@ export class WorkflowReplay {
       now: () => new Date(self.time),
       random: () => self.rng(),
       uuid() {
-        const bytes = createHash('sha256').update(`uuid:${self.workflowId}:${self.uuids++}`).digest().subarray(0, 16);
+        const bytes = createHash('sha256').update(`uuid:${self.workflowId}${self.runSalt}:${self.uuids++}`).digest().subarray(0, 16);
         bytes[6] = (bytes[6] & 0x0f) | 0x40;
         bytes[8] = (bytes[8] & 0x3f) | 0x80;
         const h = bytes.toString('hex');
