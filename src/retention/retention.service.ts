@@ -101,8 +101,10 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
       }
       if (deleted.length > 0) {
         const data: WorkflowsExpiredData = { workflowIds: deleted, cutoff: cutoff.toISOString() };
+        // A sweep is an action of the service's own: a fresh id, which is also its cause (EVENTS.md).
+        const correlationId = uuidv7();
         const { position } = await this.store.append(`retention-${uuidv7()}`, [
-          { id: uuidv7(), type: WORKFLOWS_EXPIRED, data, metadata: { actor: 'system', appId: '*', environment: '*', correlationId: uuidv7(), at: new Date(this.clock.now()).toISOString() } },
+          { id: uuidv7(), type: WORKFLOWS_EXPIRED, data, metadata: { actor: 'system', appId: '*', environment: '*', correlationId, causationId: correlationId, at: new Date(this.clock.now()).toISOString() } },
         ]);
         await this.projections.waitFor(position);
         total += deleted.length;
