@@ -3,6 +3,7 @@ import { accessSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { DEFAULT_LIMITS } from '../shared/limits.js';
+import { PRINTABLE } from '../shared/printable.js';
 
 /**
  * Baton's configuration: environment variables only, validated once at start-up. A bad value
@@ -178,6 +179,13 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     retentionDays: days('RETENTION_DAYS'),
     retentionSweepMs: int('RETENTION_SWEEP_MS', 3_600_000, 100, 7 * 24 * 3_600_000),
   };
+  // Each is the environment of a worker's polls: one the API refuses would be refused for ever.
+  const badEnvironment = config.exampleEnvironments.find((e) => e.length > 128 || !PRINTABLE.test(e));
+  if (badEnvironment !== undefined) {
+    problems.push(`BATON_EXAMPLE_ENVIRONMENTS: ${JSON.stringify(badEnvironment)} is not an environment (1 to 128 characters, no control characters)`);
+  } else if (config.exampleWorker && config.exampleEnvironments.length === 0) {
+    problems.push('BATON_EXAMPLE_ENVIRONMENTS: expected one or more comma-separated environments (or BATON_EXAMPLE_WORKER=false)');
+  }
   // /metrics reads `Authorization: Bearer <token>` with the token one run of non-space characters.
   if (config.metricsToken !== null && /\s/.test(config.metricsToken)) {
     problems.push(`METRICS_TOKEN: expected the token alone, without spaces (the scraper sends it as "Authorization: Bearer <token>")`);
