@@ -1,5 +1,5 @@
 import Database from '../event-store/sqlite/better-sqlite3.js';
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { startProgress } from './progress.js';
 import { storePathProblems } from '../config/config.js';
@@ -111,6 +111,10 @@ export async function backupCommand(url: string, target: string, options: { forc
   // copy it was to replace as it was.
   const partial = `${destination}.partial-${process.pid}`;
   rmSync(partial, { force: true });
+  // Owner-only from its first byte, as the store it copies (every app's data, the tokens' hashes):
+  // SQLite keeps the mode of a file it opens, and gives its journal the same.
+  closeSync(openSync(partial, 'wx', 0o600));
+  chmodSync(partial, 0o600);
   try {
     const source = new Database(file, { fileMustExist: true });
     source.pragma('busy_timeout = 10000');
