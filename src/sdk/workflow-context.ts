@@ -405,7 +405,9 @@ export class WorkflowReplay {
         case 'WorkflowDispatched':
         case 'WorkflowContinuedAsNew':
           this.seq = event.data.seqBase ?? 0;
-          this.reseed(this.seq > 0 ? `:${this.seq}` : '');
+          // Only a run whose continue-as-new says so: one recorded before (`ownDraws` absent) drew
+          // the first run's values, and its replay must draw them again.
+          this.reseed(event.type === 'WorkflowContinuedAsNew' && event.data.ownDraws === true ? `:${this.seq}` : '');
           continue;
         case 'DecisionCompleted':
           if (!this.started) continue;

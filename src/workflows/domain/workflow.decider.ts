@@ -69,6 +69,12 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
      * the answer) is acknowledged in the new run too. Absent from events recorded before it existed.
      */
     decisionId?: string;
+    /**
+     * The new run's `ctx.uuid()` and `ctx.random()` draw their own sequence (seeded with the
+     * workflow id and `seqBase`), not the first run's again. Absent from events recorded before it
+     * existed: a replay of such a run draws what it drew then (the first run's sequence).
+     */
+    ownDraws?: true;
   };
   DecisionCompleted: { decisionId: string; commands: DecisionCommand[]; queries?: Record<string, Json> };
   DecisionFailed: { decisionId: string; code: string; message: string; historyPosition: number | null; retryAt: string };
@@ -761,6 +767,7 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             ...(state.retried ? { retried: true as const } : {}),
             ...(state.causes?.size ? { causes: state.causes.toArray().slice(-CARRIED_CAUSES) } : {}),
             decisionId,
+            ownDraws: true,
           },
         },
       ];

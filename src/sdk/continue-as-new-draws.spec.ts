@@ -24,15 +24,20 @@ const loop = defineWorkflow('IdsLoop', async (ctx, round: number) => {
   return 'done';
 });
 
-describe('ctx.uuid() and ctx.random() across continueAsNew', () => {
-  it('draw new values in the new run, not the first run over again', async () => {
+/** What the task of each run was given: its two uuids and its random number. `recordedBefore` strips `ownDraws` (a continue-as-new recorded before the field). */
+async function drawsOfTwoRuns(recordedBefore: boolean): Promise<unknown[][]> {
     const events: WorkflowEvent[] = [];
     const apply = (command: Record<string, unknown>) => {
       const out = workflowDecider.decide(command as unknown as WorkflowCommand, fold(workflowDecider, events));
       events.push(...out);
       return out;
     };
-    const history = (from: number): HistoryEvent[] => events.slice(from).map((e, i) => ({ revision: from + i, type: e.type, data: JSON.parse(JSON.stringify(e.data)) }));
+    const history = (from: number): HistoryEvent[] =>
+      events.slice(from).map((e, i) => {
+        const data = JSON.parse(JSON.stringify(e.data));
+        if (recordedBefore) delete data.ownDraws;
+        return { revision: from + i, type: e.type, data };
+      });
     apply({ type: 'DispatchWorkflow', workflowId: WF, appId: 'demo', environment: 'test', name: 'IdsLoop', tag: null, input: [0], now: T0 });
     const drawn: unknown[][] = [];
     let runFrom = 0;
@@ -56,9 +61,21 @@ describe('ctx.uuid() and ctx.random() across continueAsNew', () => {
       if (recorded.some((e) => e.type === 'WorkflowCompleted')) break;
     }
     expect(drawn).toHaveLength(2);
-    const [first, second] = drawn;
+    return drawn;
+}
+
+describe('ctx.uuid() and ctx.random() across continueAsNew', () => {
+  it('draw new values in the new run, not the first run over again', async () => {
+    const [first, second] = await drawsOfTwoRuns(false);
     expect(second[0]).not.toBe(first[0]);
     expect(second[1]).not.toBe(first[1]);
     expect(second[2]).not.toBe(first[2]);
+  });
+
+  it('draw what they drew when the continue-as-new was recorded before runs drew their own (a replay stays deterministic)', async () => {
+    const [first, second] = await drawsOfTwoRuns(true);
+    expect(second).toEqual(first);
+    // The first run's values do not depend on it.
+    expect((await drawsOfTwoRuns(false))[0]).toEqual(first);
   });
 });
