@@ -33,6 +33,10 @@ describe('EngineState: the heap of due times holds the items that wait on time, 
     }
     // Nothing of this workflow waits on time any more: stale entries must not pile up with its history.
     expect(heapSize(state)).toBeLessThan(2_000);
+    // What is live is still due in order once the stale entries went.
+    apply({ type: 'TimerStarted', data: { seq: 5_000, fireAt: at(2 * DAY) } }, { type: 'TimerStarted', data: { seq: 5_001, fireAt: at(DAY) } });
+    expect(state.takeDue(T0 + DAY)).toEqual([`tm:${wf}#5001`]);
+    expect(state.takeDue(T0 + 2 * DAY)).toEqual([`tm:${wf}#5000`]);
   });
 
   it('5,000 workflows that end with a 30-day timer pending leave no due time behind', () => {
