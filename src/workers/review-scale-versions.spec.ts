@@ -37,9 +37,11 @@ describe('EngineState: claimable decisions of a version a worker does not serve'
 
   it('do not wake a poll parked for another version', async () => {
     const state = new EngineState(new ManualClock(T0));
+    const [started, completed, received] = pinnedAndWoken('d1');
+    for (const e of [dispatched(id(1)), started, completed]) state.applyWorkflow(id(1), e);
     let woken = false;
     void state.waitForWork('demo', 'test', ['Order_v2'], [], 1_000).then(() => (woken = true));
-    for (const e of [dispatched(id(1)), ...pinnedAndWoken('d1')]) state.applyWorkflow(id(1), e);
+    state.applyWorkflow(id(1), received);
     await Promise.resolve();
     await Promise.resolve();
     // Woken, the v2 poll looks at every claimable v1 decision and parks again: once per v1 decision that becomes claimable.
