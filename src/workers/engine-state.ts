@@ -30,7 +30,10 @@ interface Waiter {
 }
 
 interface ScopeIndex {
-  /** Base workflow name → workflow ids with a claimable decision. */
+  /**
+   * Decision key (`decisionKeyOf`) → workflow ids with a claimable decision: the exact version a
+   * workflow keeps, or `*<base name>` for one that has none yet (any version of it may take it).
+   */
   decisions: Map<string, Set<string>>;
   /** Task name → refs of claimable task attempts. */
   tasks: Map<string, Set<string>>;
@@ -70,6 +73,17 @@ export type DueRef =
   | { kind: 'workflowTask'; workflowId: string; seq: number }
   | { kind: 'timer'; workflowId: string; seq: number }
   | { kind: 'task'; taskId: string };
+
+/**
+ * Where a workflow's claimable decision is indexed: the version it keeps (its first decision's,
+ * or the versioned name it was dispatched as), which only a worker serving that exact name takes;
+ * else `*<name>`, which any worker serving a version of that name takes (`pickVersion`).
+ */
+const decisionKeyOf = (state: ExistingWorkflow): string => state.version ?? (baseName(state.name) === state.name ? `*${state.name}` : state.name);
+/** The keys whose decisions a worker serving these workflow names may take. */
+const decisionKeysFor = (workflows: string[]): Set<string> => new Set([...workflows, ...workflows.map((name) => `*${baseName(name)}`)]);
+/** The base workflow name of a decision key (for metrics and the `workers` query). */
+const decisionBaseName = (key: string): string => baseName(key.startsWith('*') ? key.slice(1) : key);
 
 /** The least heap size at which the engine's heap of due times drops its stale entries. */
 const MIN_COMPACT = 1024;
@@ -162,7 +176,7 @@ export class EngineState {
     const scope = state ? scopeKey(state.appId, state.environment) : '';
     switch (item.kind) {
       case 'decision': {
-        const entry = state && decisionClaimable(state, now) ? { kind: 'decisions' as const, name: baseName(state.version ?? state.name), ref: id } : undefined;
+        const entry = state && decisionClaimable(state, now) ? { kind: 'decisions' as const, name: decisionKeyOf(state), ref: id } : undefined;
         return this.reindex(decisionKey(id), scope, entry, state ? decisionDueAt(state, now) : undefined);
       }
       case 'workflowTask': {
@@ -256,8 +270,12 @@ export class EngineState {
   /** How many decisions (by base workflow name) and task attempts (by task name) are claimable now in a scope. */
   waiting(appId: string, environment: string): { decisions: Map<string, number>; tasks: Map<string, number> } {
     const index = this.scopes.get(scopeKey(appId, environment));
-    const count = (m: Map<string, Set<string>> | undefined) => new Map([...(m ?? [])].filter(([, s]) => s.size > 0).map(([name, s]) => [name, s.size]));
-    return { decisions: count(index?.decisions), tasks: count(index?.tasks) };
+    const count = (m: Map<string, Set<string>> | undefined, nameOf: (key: string) => string = (key) => key) => {
+      const counts = new Map<string, number>();
+      for (const [key, set] of m ?? []) if (set.size > 0) counts.set(nameOf(key), (counts.get(nameOf(key)) ?? 0) + set.size);
+      return counts;
+    };
+    return { decisions: count(index?.decisions, decisionBaseName), tasks: count(index?.tasks) };
   }
 
   /**
@@ -297,8 +315,11 @@ export class EngineState {
     if (!index || max <= 0) return [];
     const sources: Array<{ kind: Candidate['kind']; items: Iterator<Candidate> }> = [];
     if ((caps.decision ?? max) > 0) {
-      for (const base of new Set(workflows.map(baseName))) {
-        const ids = index.decisions.get(base);
+      // The versions it serves, and the workflows of their base names that have no version yet:
+      // a workflow another version keeps is not looked at (a v2 worker walked every claimable v1
+      // decision at each poll, however many were waiting for a v1 worker).
+      for (const key of decisionKeysFor(workflows)) {
+        const ids = index.decisions.get(key);
         if (ids?.size) sources.push({ kind: 'decision', items: this.decisionCandidates(ids, workflows, exclude) });
       }
     }
@@ -349,7 +370,7 @@ export class EngineState {
     const index = this.scope(scopeKey(appId, environment));
     return new Promise((resolve) => {
       const waiter: Waiter = {
-        workflows: new Set(workflows.map(baseName)),
+        workflows: decisionKeysFor(workflows),
         tasks: new Set(tasks),
         wake: () => {
           clearTimeout(timer);
@@ -369,7 +390,7 @@ export class EngineState {
     const queues = new Map<string, QueueSample>();
     for (const { scope, entry } of this.indexed.values()) {
       if (entry) {
-        const key = `${scope}\u0000${entry.kind}\u0000${entry.name}`;
+        const key = `${scope}\u0000${entry.kind}\u0000${entry.kind === 'decisions' ? decisionBaseName(entry.name) : entry.name}`;
         const sample = queues.get(key);
         const since = entry.since ?? this.clock.now();
         if (sample) {
@@ -377,7 +398,7 @@ export class EngineState {
           sample.oldestSince = Math.min(sample.oldestSince, since);
         } else {
           const [appId, environment] = scope.split('\u0000');
-          queues.set(key, { appId, environment, kind: entry.kind === 'decisions' ? 'decision' : 'task', name: entry.name, depth: 1, oldestSince: since });
+          queues.set(key, { appId, environment, kind: entry.kind === 'decisions' ? 'decision' : 'task', name: entry.kind === 'decisions' ? decisionBaseName(entry.name) : entry.name, depth: 1, oldestSince: since });
         }
       }
     }
