@@ -60,25 +60,99 @@ export function failureCause(history: RetryHistoryEvent[]): { resetTasks: number
 
 const REWOUND = new Set(['DecisionStarted', 'DecisionCompleted', 'DecisionFailed', 'DecisionTimedOut', 'DecisionDiscarded', 'WorkflowFailed', 'WorkflowRetried']);
 
-/** The history without what every retry rewound (see above). A history without retries is returned as it is. */
+/**
+ * The history without what every retry rewound (see above). A history without retries is returned as it is.
+ *
+ * One pass, as `failureCause` and a filter of the whole history at each `WorkflowRetried` would
+ * give, but at a cost linear in the history: a run retried a thousand times through an outage
+ * cost 338 reads of each event (every retry scanned and filtered everything before it), and the
+ * server computes it at every claim that carries a whole run. Rewound events become holes
+ * (`null`), so indexes stay put; each retry looks only at the events since the one before (its
+ * failing decision started after it), at the completed decision before that, and at the
+ * `TaskFailed` events recorded after that decision.
+ */
 export function replayableHistory<E extends RetryHistoryEvent>(history: E[]): E[] {
   if (!history.some((e) => e.type === 'WorkflowRetried')) return history;
-  let kept: E[] = [];
+  const kept: Array<E | null> = [];
+  /** Where each decision started (the latest `DecisionStarted` of its id) in `kept`. */
+  const startedAt = new Map<string, number>();
+  /** Indexes of the `DecisionCompleted` and `WorkflowFailed` events in `kept`, in order (holes skipped when read). */
+  const completed: number[] = [];
+  const failures: number[] = [];
+  /** Indexes of the `TaskFailed` events in `kept`, in order. */
+  const taskFailures: number[] = [];
   for (const event of history) {
     if (event.type !== 'WorkflowRetried') {
+      const i = kept.length;
       kept.push(event);
+      if (event.type === 'DecisionStarted') startedAt.set(event.data.decisionId, i);
+      else if (event.type === 'DecisionCompleted') completed.push(i);
+      else if (event.type === 'WorkflowFailed') failures.push(i);
+      else if (event.type === 'TaskFailed') taskFailures.push(i);
       continue;
     }
-    const cause = failureCause(kept);
-    if (!cause) continue;
+    // failureCause over what is kept: the last WorkflowFailed,
+    while (failures.length > 0 && kept[failures[failures.length - 1]] === null) failures.pop();
+    const failed = failures.length > 0 ? failures[failures.length - 1] : -1;
+    if (failed === -1) continue;
+    // the last decision completed before it, and where that decision started,
+    let c = completed.length - 1;
+    while (c >= 0 && (kept[completed[c]] === null || completed[c] > failed)) c--;
+    if (c < 0) continue;
+    const decisionId = kept[completed[c]]!.data.decisionId;
+    const decisionIndex = lastStartBefore(kept, startedAt, decisionId, failed);
+    if (decisionIndex === -1) continue;
+    // and the start of the last decision before it that completed before it (completions come in
+    // the order their decisions started: a decision lapsed or discarded never completes).
+    let previousIndex = -1;
+    for (let p = c; p >= 0; p--) {
+      const at = completed[p];
+      if (at >= decisionIndex || kept[at] === null) continue;
+      const start = lastStartBefore(kept, startedAt, kept[at]!.data.decisionId, decisionIndex);
+      if (start !== -1) {
+        previousIndex = start;
+        break;
+      }
+    }
+    // The tasks this retry reset (as recorded) fail no more after that decision.
     const reset = new Set<number>(event.data.resetTasks ?? []);
-    kept = kept.filter((e, i) => {
-      if (i >= cause.decisionIndex && REWOUND.has(e.type)) return false;
-      if (i > cause.previousIndex && e.type === 'TaskFailed' && reset.has(e.data.seq)) return false;
-      // A step that failed in the failing decision runs again; the steps it completed stay done.
-      if (i >= cause.decisionIndex && e.type === 'StepFailed') return false;
-      return true;
-    });
+    const firstFailure = firstAfter(taskFailures, previousIndex);
+    // The failing decision on is rewound, and the reset tasks' failures after the decision before it.
+    for (let i = decisionIndex; i < kept.length; i++) {
+      const e = kept[i];
+      if (e !== null && (REWOUND.has(e.type) || e.type === 'StepFailed')) kept[i] = null;
+    }
+    const left: number[] = [];
+    for (let t = firstFailure; t < taskFailures.length; t++) {
+      const at = taskFailures[t];
+      const e = kept[at];
+      if (e === null) continue;
+      if (reset.has(e.data.seq)) kept[at] = null;
+      else left.push(at);
+    }
+    taskFailures.length = firstFailure;
+    for (const at of left) taskFailures.push(at);
+    // Every completion and failure from the failing decision on was rewound: off the stacks.
+    while (completed.length > 0 && completed[completed.length - 1] >= decisionIndex) completed.pop();
+    while (failures.length > 0 && failures[failures.length - 1] >= decisionIndex) failures.pop();
   }
-  return kept;
+  return kept.filter((e): e is E => e !== null);
+}
+
+/** Where decision `decisionId` started in `kept`, if that is before `before` and not rewound; -1 otherwise. */
+function lastStartBefore(kept: Array<RetryHistoryEvent | null>, startedAt: Map<string, number>, decisionId: string, before: number): number {
+  const at = startedAt.get(decisionId);
+  return at !== undefined && at < before && kept[at] !== null ? at : -1;
+}
+
+/** The first position in `sorted` whose value is greater than `value`. */
+function firstAfter(sorted: number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] > value) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
 }
