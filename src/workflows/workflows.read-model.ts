@@ -225,6 +225,9 @@ export class WorkflowsReadModel implements DurableProjection {
       DROP INDEX IF EXISTS rm_workflows_active;
       DROP INDEX IF EXISTS rm_workflows_active_base_name;
       CREATE INDEX IF NOT EXISTS rm_workflows_active_name ON rm_workflows (app_id, environment, base_name, seq) WHERE ${ACTIVE};
+      -- The running and paused workflows by exact name: a versioned name's selector (\`Order_v2\`)
+      -- reads its own rows here, not the whole base name's range (every running \`Order\`).
+      CREATE INDEX IF NOT EXISTS rm_workflows_active_exact ON rm_workflows (app_id, environment, name, seq) WHERE ${ACTIVE};
       CREATE INDEX IF NOT EXISTS rm_workflows_finished ON rm_workflows (updated_at) WHERE status IN ${FINAL};
       CREATE INDEX IF NOT EXISTS rm_workflows_created ON rm_workflows (app_id, environment, created_at);
       -- Lists read through an index whose last column is seq (list-query.ts): by state, by
@@ -288,18 +291,20 @@ export class WorkflowsReadModel implements DurableProjection {
       // The scope of a parent's children and of a schedule's firings (each shares its parent's or its schedule's).
       childScope: db.prepare<[string], Scope>('SELECT app_id, environment FROM rm_workflows WHERE parent_id = ? LIMIT 1'),
       firingScope: db.prepare<[string], Scope>('SELECT app_id, environment FROM rm_workflows WHERE schedule_id = ? LIMIT 1'),
-      // A page of what a \`{ name }\` selector picks: rows named \`N\` (their base name is that of
-      // \`N\`) and rows whose base name is \`N\` (its versions), each range read in seq order from
-      // the partial index of running and paused workflows, merged, no further than the page.
+      // A page of what a \`{ name }\` selector picks: rows whose base name is \`N\` (\`N\` itself
+      // when it has no version, and its versions), and for a versioned \`N\` the rows named \`N\`
+      // (whose base name is another), each range read in seq order from a partial index of running
+      // and paused workflows, merged, no further than the page. Read from the base name's range,
+      // the rows named \`Order_v2\` cost a search of every running \`Order\`.
       activeByName: db.prepare<[ActivePageArgs & { base: string }], ActiveRow>(
         `SELECT id, seq FROM (
            SELECT id, seq FROM rm_workflows INDEXED BY rm_workflows_active_name
-           WHERE app_id = @appId AND environment = @environment AND base_name = @base AND (name = @name OR base_name = @name)
+           WHERE app_id = @appId AND environment = @environment AND base_name = @name
              AND ${ACTIVE} AND seq > @after AND seq <= @upTo ORDER BY seq LIMIT @limit)
          UNION ALL
          SELECT id, seq FROM (
-           SELECT id, seq FROM rm_workflows INDEXED BY rm_workflows_active_name
-           WHERE @base <> @name AND app_id = @appId AND environment = @environment AND base_name = @name
+           SELECT id, seq FROM rm_workflows INDEXED BY rm_workflows_active_exact
+           WHERE @base <> @name AND app_id = @appId AND environment = @environment AND name = @name
              AND ${ACTIVE} AND seq > @after AND seq <= @upTo ORDER BY seq LIMIT @limit)
          ORDER BY seq LIMIT @limit`,
       ),
