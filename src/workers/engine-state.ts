@@ -385,25 +385,33 @@ export class EngineState {
     });
   }
 
-  /** Read-only, for metrics: claimable work by app, environment, kind and name, and parked polls. */
+  /**
+   * Read-only, for metrics: claimable work by app, environment, kind and name, and parked polls.
+   * Read from the claimable sets alone: walking every indexed item cost each scrape a visit of
+   * every timer and lease in flight (a million sleeping workflows, a million visits).
+   */
   queueSnapshot(): { queues: QueueSample[]; parkedPolls: number } {
     const queues = new Map<string, QueueSample>();
-    for (const { scope, entry } of this.indexed.values()) {
-      if (entry) {
-        const key = `${scope}\u0000${entry.kind}\u0000${entry.kind === 'decisions' ? decisionBaseName(entry.name) : entry.name}`;
-        const sample = queues.get(key);
-        const since = entry.since ?? this.clock.now();
-        if (sample) {
-          sample.depth++;
-          sample.oldestSince = Math.min(sample.oldestSince, since);
-        } else {
-          const [appId, environment] = scope.split('\u0000');
-          queues.set(key, { appId, environment, kind: entry.kind === 'decisions' ? 'decision' : 'task', name: entry.kind === 'decisions' ? decisionBaseName(entry.name) : entry.name, depth: 1, oldestSince: since });
+    const now = this.clock.now();
+    let parkedPolls = 0;
+    for (const [scope, index] of this.scopes) {
+      parkedPolls += index.waiters.size;
+      const [appId, environment] = scope.split('\u0000');
+      for (const kind of ['decisions', 'tasks'] as const) {
+        for (const [key, refs] of index[kind]) {
+          if (refs.size === 0) continue;
+          const name = kind === 'decisions' ? decisionBaseName(key) : key;
+          const queue = `${scope}\u0000${kind}\u0000${name}`;
+          let sample = queues.get(queue);
+          if (!sample) queues.set(queue, (sample = { appId, environment, kind: kind === 'decisions' ? 'decision' : 'task', name, depth: 0, oldestSince: Infinity }));
+          sample.depth += refs.size;
+          for (const ref of refs) {
+            const since = this.indexed.get(kind === 'decisions' ? decisionKey(ref) : ref)?.entry?.since ?? now;
+            if (since < sample.oldestSince) sample.oldestSince = since;
+          }
         }
       }
     }
-    let parkedPolls = 0;
-    for (const index of this.scopes.values()) parkedPolls += index.waiters.size;
     return { queues: [...queues.values()], parkedPolls };
   }
 
