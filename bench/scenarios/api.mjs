@@ -17,6 +17,8 @@ function cannon(svc, body, seconds, connections) {
         duration: seconds,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${svc.token}` },
         body,
+        // A failed operation is still HTTP 200 (GraphQL's errors array): counted as a mismatch.
+        verifyBody: (text) => !text.includes('"errors"'),
       },
       (error, result) => (error ? reject(error) : resolve(result)),
     );
@@ -31,6 +33,7 @@ const pick = (r) => ({
   p99: r.latency.p99,
   non2xx: r.non2xx,
   errors: r.errors + r.timeouts,
+  graphqlErrors: r.mismatches,
 });
 
 export async function apiDispatch({ runs, seconds, warmupSeconds = 2, connections = 50, log }) {
@@ -50,7 +53,7 @@ export async function apiDispatch({ runs, seconds, warmupSeconds = 2, connection
       dispatch.push(pick(await cannon(svc, dispatchBody, seconds, connections)));
       log(`  run ${r + 1}/${runs}: ceiling ${Math.round(ceiling.at(-1).reqPerSec)} req/s, dispatch ${Math.round(dispatch.at(-1).reqPerSec)} req/s`);
     }
-    const bad = [...ceiling, ...dispatch].reduce((n, x) => n + x.non2xx + x.errors, 0);
+    const bad = [...ceiling, ...dispatch].reduce((n, x) => n + x.non2xx + x.errors + x.graphqlErrors, 0);
     return {
       ceiling: { runs: ceiling, reqPerSec: summary(ceiling.map((x) => x.reqPerSec)), p50: summary(ceiling.map((x) => x.p50)), p99: summary(ceiling.map((x) => x.p99)) },
       dispatch: { runs: dispatch, reqPerSec: summary(dispatch.map((x) => x.reqPerSec)), p50: summary(dispatch.map((x) => x.p50)), p99: summary(dispatch.map((x) => x.p99)) },
