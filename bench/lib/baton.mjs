@@ -39,7 +39,7 @@ export async function startBaton({ storeFile = freshStoreFile(), env = {}, memPr
       EVENT_STORE_URL: `sqlite:${storeFile}`,
       LOG_LEVEL: logLevel,
       BATON_EXAMPLE_WORKER: 'false',
-      // The benchmark measures the engine, not the per-token rate limit (6000/min by default).
+      // The benchmark measures the engine, not the per-token rate limit (60,000/min by default).
       RATE_LIMIT_PER_MINUTE: '0',
       ...(memFile ? { BENCH_MEM_FILE: memFile } : {}),
       ...env,
