@@ -1,0 +1,96 @@
+/**
+ * Review (chaos): exactly-once claims when the network drops an answer after the request was
+ * delivered. The SDK's worker resends a report whose answer it did not get (same outcomes, same
+ * eager `claim`, `src/sdk/worker.ts` `send`): the service must recognise the outcomes (it does,
+ * DECISIONS.md "A repeated report is acknowledged") and must not strand the work the lost answer
+ * handed over. Driven over raw GraphQL: a report whose answer is lost is, for the service, the
+ * same report arriving twice.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client, HistoryRow, expectData, gql, issueTokens, startServices, unique } from '../api/api-helpers.js';
+import { Service } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+
+const LEASE_MS = 2_000;
+const services = startServices({ main: { env: { LEASE_MS: String(LEASE_MS) } } });
+afterAll(() => services.stopAll());
+
+const scope = { appId: 'demo', environment: 'review-chaos' };
+const ITEMS = 'items { kind ref workflowId name decisionId attemptId }';
+const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } ${ITEMS} } }`;
+const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId name decisionId attemptId } }`;
+
+interface Item {
+  kind: 'DECISION' | 'TASK';
+  ref: string;
+  workflowId: string;
+  name: string;
+  decisionId: string | null;
+  attemptId: string | null;
+}
+
+let service: Service;
+let admin: Client;
+let workerToken: string;
+
+beforeAll(async () => {
+  service = await services.get('main');
+  admin = new Client(service, scope.appId, scope.environment);
+  [workerToken] = await issueTokens(service, [{ apps: ['demo'], role: 'worker' }]);
+});
+
+const types = (history: HistoryRow[]) => history.map((e) => e.type);
+
+describe('a decision report whose answer (with the eagerly claimed task) is lost, sent again', () => {
+  it('hands the claimed attempt to the worker again instead of leaving it to lapse: the task, allowed one attempt, is not failed unrun', async () => {
+    const name = unique('LostAnswer');
+    const taskName = unique('LostAnswerTask');
+    const workerId = unique('chaos-worker');
+    // One attempt: a lapsed lease fails the task for good.
+    const tasks = [{ name: taskName, retry: { maxAttempts: 1, initialDelayMs: 100, backoffFactor: 1, maxDelayMs: 100 } }];
+    const id = await admin.dispatchWorkflow(name);
+    const decision = await waitFor(
+      async () => {
+        const input = { ...scope, workerId, workflows: [name], tasks, waitMs: 1_000 };
+        return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Item[]).find((i) => i.kind === 'DECISION' && i.workflowId === id);
+      },
+      { timeoutMs: 15_000, description: 'the first decision claimed' },
+    );
+    // Exactly what the SDK sends, and sends again when the answer does not come back.
+    const input = {
+      ...scope,
+      workerId,
+      decisions: [{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }],
+      claim: { workflows: [name], tasks, maxItems: 10, maxDecisions: 10, maxTasks: 10 },
+    };
+    const lost = expectData(await gql(service, REPORT, { input }, workerToken)).reportWork as { accepted: number; items: Item[] };
+    expect(lost.accepted).toBe(1);
+    const claimed = lost.items.filter((i) => i.kind === 'TASK');
+    expect(claimed).toHaveLength(1); // the answer the network drops: the worker never sees this attempt
+
+    const again = expectData(await gql(service, REPORT, { input }, workerToken)).reportWork as { accepted: number; rejected: unknown[]; items: Item[] };
+    expect(again.accepted).toBe(1);
+    expect(again.rejected).toEqual([]);
+
+    // The worker runs what it is handed now; if nothing, the attempt waits for its lease to lapse.
+    const handed = again.items.filter((i) => i.kind === 'TASK' && i.ref === claimed[0].ref);
+    if (handed.length === 1) {
+      const done = { ...scope, workerId, tasks: [{ ref: handed[0].ref, attemptId: handed[0].attemptId, result: '"ran"' }] };
+      expect((expectData(await gql(service, REPORT, { input: done }, workerToken)).reportWork as { accepted: number }).accepted).toBe(1);
+    }
+    // Counting outcomes: the task ends once, either completed (it ran) or failed with its lease.
+    const ended = await waitFor(
+      async () => {
+        const history = types(await admin.history(id));
+        return history.includes('TaskCompleted') || history.includes('TaskFailed') ? history : null;
+      },
+      { timeoutMs: 15_000 + 3 * LEASE_MS, description: 'the task ended' },
+    );
+    expect({ handedAgain: handed.length, taskStarted: ended.filter((t) => t === 'TaskStarted').length, taskFailed: ended.filter((t) => t === 'TaskFailed').length, taskCompleted: ended.filter((t) => t === 'TaskCompleted').length }).toEqual({
+      handedAgain: 1,
+      taskStarted: 1,
+      taskFailed: 0,
+      taskCompleted: 1,
+    });
+  });
+});
