@@ -9,7 +9,7 @@ import { currentCorrelationId } from '../shared/request-context.js';
 import { uuidv7 } from '../shared/ids.js';
 import { callId } from '../protocol/decision-commands.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
-import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt } from '../tasks/domain/task-attempts.js';
+import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt, iso } from '../tasks/domain/task-attempts.js';
 import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
@@ -366,23 +366,39 @@ export class EngineService {
       }
       budget.left -= reserved;
     };
+    // An eager claim that finds the attempt already started for this same worker, lease running:
+    // the claim of a report sent again because its answer was lost (the repeated outcome records
+    // nothing, and nothing else makes this worker claim a call it has not been told of). The
+    // attempt is handed again rather than left to lapse, which would count as a failed attempt
+    // of a task that never ran.
+    let heldByThisWorker: { name: string; started: { attemptId: string; attempt: number; leaseExpiresAt: string } } | undefined;
     try {
       if (parsed?.kind === 'workflowTask') {
         const result = await this.write(
           `workflow-${parsed.workflowId}`,
           workflowDecider,
           (state) => {
+            heldByThisWorker = undefined;
             inScope(state, input, ref);
             const task = state.status === 'none' ? undefined : state.tasks.get(parsed.seq);
             // Only a task the worker serves (an eager claim names the call by its seq, which a bad decision may have reused).
             if (task && !policies.has(task.name)) throw new ConflictError(`worker does not serve task ${task.name}`);
             const policy = policies.get(task?.name ?? '') ?? { retry: DEFAULT_RETRY_POLICY, timeoutMs: null };
             if (task) reserve(task.args);
+            const attempt = task?.attempt;
+            if (options.opportunistic && state.status === 'running' && attempt?.status === 'started' && attempt.workerId === input.workerId && attempt.leaseExpiresAt > now) {
+              heldByThisWorker = { name: task!.name, started: { attemptId: attempt.attemptId, attempt: attempt.attempts, leaseExpiresAt: iso(attempt.leaseExpiresAt) } };
+              throw new ConflictError('task attempt already started for this worker');
+            }
             return { type: 'StartTask' as const, seq: parsed.seq, ...base, retryPolicy: policy.retry, timeoutMs: policy.timeoutMs };
           },
           workerContext(input),
           options,
-        );
+        ).catch((error: unknown) => {
+          if (error instanceof ConflictError && heldByThisWorker) return null;
+          throw error;
+        });
+        if (result === null) return this.taskItem(ref, parsed.workflowId, null, heldByThisWorker!.name, text, heldByThisWorker!.started);
         const state = result.state;
         if (state.status === 'none') throw new NotFoundError('workflow', parsed.workflowId);
         const task = state.tasks.get(parsed.seq)!;
