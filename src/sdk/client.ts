@@ -231,10 +231,14 @@ export class Client {
    *   { filter: { appId: 'demo', environment: 'dev', state: 'FAILED' } },
    * );
    */
-  async request<T>(query: string, variables: Record<string, unknown> = {}, options: { signal?: AbortSignal; extraTimeoutMs?: number } = {}): Promise<T> {
+  async request<T>(query: string, variables: Record<string, unknown> = {}, options: { signal?: AbortSignal; extraTimeoutMs?: number; resendable?: boolean } = {}): Promise<T> {
     const deadline = AbortSignal.timeout(this.timeoutMs + (options.extraTimeoutMs ?? 0));
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
-    const response = await this.post(JSON.stringify({ query, variables }), signal);
+    // A mutation is sent once unless the caller says that sending it again is safe: a reset
+    // connection does not prove that the service never read it (found in review: a dispatch whose
+    // answer was cut off was sent again, and made a second workflow).
+    const resendable = options.resendable ?? !/^\s*mutation\b/.test(query);
+    const response = await this.post(JSON.stringify({ query, variables }), signal, !resendable);
     const text = response.text;
     const seconds = response.retryAfter === undefined ? NaN : Number(response.retryAfter);
     const retryAfterMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
@@ -253,8 +257,11 @@ export class Client {
 
   /**
    * One POST over a kept-alive connection (node:http: about a millisecond less per round trip than
-   * fetch here). A request that fails as it is written on a reused connection, because the server
-   * had just closed it while idle, is sent once more on a new one: the server never read it.
+   * fetch here). A request that fails on a reused connection, usually because the server had just
+   * closed it while idle, is sent once more on a new one when it is safe to repeat (`retried`
+   * false): the same error also comes when the server read the request, applied it and the
+   * connection was cut before the answer (an instance killed, a proxy), so a mutation that is not
+   * safe to repeat is not sent again, and fails with the error.
    */
   private post(body: string, signal: AbortSignal, retried = false): Promise<{ status: number; text: string; retryAfter?: string }> {
     return new Promise((resolve, reject) => {
@@ -298,6 +305,7 @@ export class Client {
     const data = await this.request<{ dispatchTask: { id: string } }>(
       'mutation($input: DispatchTaskInput!) { dispatchTask(input: $input) { id } }',
       { input: { ...input, input: JSON.stringify(input.input ?? []) } },
+      { resendable: input.idempotencyKey !== undefined },
     );
     return data.dispatchTask.id;
   }
@@ -311,9 +319,11 @@ export class Client {
    * const id = await baton.dispatchWorkflow({ appId: 'demo', environment: 'dev', name: 'Onboarding', input: ['ada@example.com'], tag: 'email:ada@example.com' });
    */
   dispatchWorkflow(input: { appId: string; environment: string; name: string; input?: unknown[]; tag?: string; idempotencyKey?: string }): DispatchedWorkflow {
-    const id = this.request<{ dispatchWorkflow: { id: string } }>('mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
-      input: { ...input, input: JSON.stringify(input.input ?? []) },
-    }).then((data) => data.dispatchWorkflow.id);
+    const id = this.request<{ dispatchWorkflow: { id: string } }>(
+      'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }',
+      { input: { ...input, input: JSON.stringify(input.input ?? []) } },
+      { resendable: input.idempotencyKey !== undefined },
+    ).then((data) => data.dispatchWorkflow.id);
     return Object.assign(id, {
       result: <T>(options?: { timeoutMs?: number }) => id.then((workflowId) => this.workflowResult<T>(input.appId, input.environment, workflowId, options)),
     });

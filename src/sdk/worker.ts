@@ -556,7 +556,8 @@ export class Worker {
           waitMs,
         },
       },
-      { signal: this.stopping.signal, extraTimeoutMs: waitMs },
+      // Sent again, a poll the service did read claims nothing more than it did (its answer is lost either way).
+      { signal: this.stopping.signal, extraTimeoutMs: waitMs, resendable: true },
     );
     return data.pollWork;
   }
@@ -779,7 +780,7 @@ export class Worker {
       try {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[]; decided?: WireDecided[] } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },
-        });
+        }, { resendable: true }); // a repeated report is acknowledged, its eager claims handed again
         this.answered();
         this.settleDecided(tasks, reportWork.decided);
         // A decision recorded holds the outcome of the steps it failed: replays take it from the history.
@@ -949,7 +950,7 @@ export class Worker {
       try {
         const { heartbeat } = await this.client.request<{ heartbeat: Array<{ ref: string; cancel: boolean; reason: string | null }> }>(HEARTBEAT, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, attempts: attempts.slice(from, from + size) },
-        }, { signal: this.ended.signal });
+        }, { signal: this.ended.signal, resendable: true });
         this.answered();
         for (const h of heartbeat) {
           if (!h.cancel) continue;
