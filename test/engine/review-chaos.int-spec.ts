@@ -10,10 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client, HistoryRow, expectData, gql, issueTokens, startServices, unique } from '../api/api-helpers.js';
 import { Service } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { killAllWorkers, startWorker } from '../support/worker.js';
+import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
 
 const LEASE_MS = 2_000;
 const services = startServices({ main: { env: { LEASE_MS: String(LEASE_MS) } } });
-afterAll(() => services.stopAll());
+afterAll(async () => {
+  await killAllWorkers();
+  await services.stopAll();
+});
 
 const scope = { appId: 'demo', environment: 'review-chaos' };
 const ITEMS = 'items { kind ref workflowId name decisionId attemptId }';
@@ -149,6 +154,81 @@ describe('the SDK client when the network drops the answer of a mutation the ser
     } finally {
       for (const s of sockets) s.destroy();
       await new Promise((closed) => proxy.close(closed));
+    }
+  });
+});
+
+/**
+ * A TCP proxy to the service that forwards everything, except the answers of the next `times`
+ * requests whose text matches `cut`: it lets the request through (the service reads and applies
+ * it) and resets the connection as the answer starts to come back.
+ */
+async function answerDroppingProxy(to: Service) {
+  const target = new URL(to.url);
+  let armed: { cut: (request: string) => boolean; times: number } | undefined;
+  let cuts = 0;
+  const sockets = new Set<Socket>();
+  const proxy = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    let request = '';
+    client.on('data', (chunk: Buffer) => {
+      request += chunk.toString('utf8');
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      const answered = request;
+      request = '';
+      if (answered !== '' && armed && armed.times > 0 && armed.cut(answered)) {
+        armed.times--;
+        cuts++;
+        client.resetAndDestroy();
+        upstream.destroy();
+        return;
+      }
+      client.write(chunk);
+    });
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((listening) => proxy.listen(0, '127.0.0.1', listening));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    arm: (cut: (request: string) => boolean, times = 1) => (armed = { cut, times }),
+    cuts: () => cuts,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((closed) => proxy.close(closed));
+    },
+  };
+}
+
+describe('a real SDK worker behind a proxy that drops the answer of its first task report', () => {
+  it('runs every task of a sequential workflow once: the report is resent, recorded once, and the next task its answer carried is not left to lapse', async () => {
+    const proxy = await answerDroppingProxy(service);
+    try {
+      const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment });
+      // The first report that carries a task's result (and, eagerly, the next task's claim).
+      proxy.arm((request) => request.includes('reportWork') && request.includes('"result"'));
+      const id = await admin.dispatchWorkflow('Sequential', { input: JSON.stringify(['x']) });
+      await waitFor(async () => ((await admin.state(id)) === 'COMPLETED' ? true : null), { timeoutMs: 30_000, description: `workflow ${id} completed` });
+      const history = await admin.history(id);
+      const count = (type: string) => history.filter((e) => e.type === type).length;
+      expect({ cuts: proxy.cuts(), output: (await admin.workflow(id))?.output, started: count('TaskStarted'), completed: count('TaskCompleted'), attemptsFailed: count('TaskAttemptFailed'), ignored: count('TaskResultIgnored') }).toEqual({
+        cuts: 1,
+        output: JSON.stringify(['x', 3, 'x-3']),
+        started: 3,
+        completed: 3,
+        attemptsFailed: 0,
+        ignored: 0,
+      });
+      await worker.stop();
+    } finally {
+      await proxy.close();
     }
   });
 });
