@@ -8,7 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client, HistoryRow, expectData, gql, issueTokens, startServices, unique } from '../api/api-helpers.js';
-import { Service } from '../support/service.js';
+import { Service, startService } from '../support/service.js';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { waitFor } from '../support/wait-for.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
@@ -164,7 +167,7 @@ describe('the SDK client when the network drops the answer of a mutation the ser
  * it) and resets the connection as the answer starts to come back.
  */
 async function answerDroppingProxy(to: Service) {
-  const target = new URL(to.url);
+  let target = new URL(to.url);
   let armed: { cut: (request: string) => boolean; times: number } | undefined;
   let cuts = 0;
   const sockets = new Set<Socket>();
@@ -199,6 +202,8 @@ async function answerDroppingProxy(to: Service) {
   return {
     url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
     arm: (cut: (request: string) => boolean, times = 1) => (armed = { cut, times }),
+    /** New connections go to this service from now on (a restarted one listens on another port). */
+    retarget: (next: Service) => (target = new URL(next.url)),
     cuts: () => cuts,
     close: async () => {
       for (const s of sockets) s.destroy();
@@ -229,6 +234,38 @@ describe('a real SDK worker behind a proxy that drops the answer of its first ta
       await worker.stop();
     } finally {
       await proxy.close();
+    }
+  });
+});
+
+describe('the service down for longer than LEASE_MS while a worker keeps running a task', () => {
+  it('does not expire, on restart, the lease the worker could not heartbeat while the service was down: the task runs once', async () => {
+    const first = await startService({ env: { LEASE_MS: String(LEASE_MS) } });
+    const proxy = await answerDroppingProxy(first);
+    const log = join(mkdtempSync(join(tmpdir(), 'baton-chaos-')), 'fixtures.log');
+    let second: Service | undefined;
+    try {
+      const api = new Client(first, scope.appId, scope.environment);
+      await startWorker({ url: proxy.url, token: first.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
+      const naps = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { task: string; phase: string }).filter((e) => e.task === 'nap') : []);
+      const id = await api.dispatchWorkflow('NapThenEcho', { input: JSON.stringify([5 * LEASE_MS]) });
+      await waitFor(() => (naps().some((e) => e.phase === 'start') ? true : null), { timeoutMs: 15_000, description: 'the nap started' });
+      await first.kill();
+      // Down for longer than a lease: the worker's heartbeats fail meanwhile, its task goes on.
+      const downSince = Date.now();
+      await waitFor(() => (Date.now() > downSince + 1.5 * LEASE_MS ? true : null), { timeoutMs: 10_000, description: 'a lease-long outage' });
+      second = await startService({ storeUrl: first.storeUrl, env: { LEASE_MS: String(LEASE_MS) } });
+      proxy.retarget(second);
+      const api2 = new Client({ ...second, token: first.token }, scope.appId, scope.environment);
+      await waitFor(async () => ((await api2.state(id)) === 'COMPLETED' ? true : null), { timeoutMs: 30_000, description: `workflow ${id} completed` });
+      const history = await api2.history(id);
+      const lapsed = history.filter((e) => e.type === 'TaskAttemptFailed' && JSON.parse(e.data).reason === 'lease_expired').length;
+      expect({ napStarts: naps().filter((e) => e.phase === 'start').length, lapsed, ignored: history.filter((e) => e.type === 'TaskResultIgnored').length }).toEqual({ napStarts: 1, lapsed: 0, ignored: 0 });
+    } finally {
+      await killAllWorkers();
+      await proxy.close();
+      await second?.stop();
+      await first.stop();
     }
   });
 });
