@@ -1,11 +1,13 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BATON_CONFIG, type BatonConfig } from '../config/config.js';
 import { DeciderRunner } from '../event-store/decider-runner.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { CLOCK, type Clock } from '../shared/clock.js';
 import { uuidv7 } from '../shared/ids.js';
 import { taskDecider } from '../tasks/domain/task.decider.js';
 import { workflowDecider } from '../workflows/domain/workflow.decider.js';
-import { EngineState, parseDueRef } from './engine-state.js';
+import type { AttemptState } from '../tasks/domain/task-attempts.js';
+import { type DueRef, EngineState, parseDueRef } from './engine-state.js';
 
 /**
  * The engine's clock: one timer armed for the earliest due time. When it rings, due timers
@@ -18,16 +20,27 @@ export class EngineTicker implements OnApplicationBootstrap, OnApplicationShutdo
   private armedAt: number | undefined;
   private cancel: (() => void) | undefined;
   private stopped = false;
+  /**
+   * Until when a lease that lapsed is left to its worker (one lease after this instance went
+   * live): while the service was down, no worker could heartbeat, and a lease that ran out then
+   * says nothing about its worker. Expired at once on restart, every task in flight across an
+   * outage longer than LEASE_MS was counted failed and ran again while its worker was still
+   * running it (found in review). A worker that is alive heartbeats (or reports) within the
+   * grace; a dead one's lease expires when it ends. Start-to-close timeouts are not deferred.
+   */
+  private graceUntil = 0;
 
   constructor(
     private readonly engine: EngineState,
     private readonly runner: DeciderRunner,
     private readonly projections: ProjectionRunner,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
   ) {}
 
   onApplicationBootstrap(): void {
     this.projections.onLive(() => {
+      this.graceUntil = this.clock.now() + this.config.leaseMs;
       this.engine.onDue((at) => this.arm(at));
       this.arm(this.engine.nextDue());
     });
@@ -57,6 +70,10 @@ export class EngineTicker implements OnApplicationBootstrap, OnApplicationShutdo
   private async act(key: string, now: number): Promise<void> {
     try {
       const ref = parseDueRef(key);
+      if (now < this.graceUntil && this.onlyLeaseLapsed(ref, now)) {
+        this.clock.at(this.graceUntil, () => this.engine.reindexRef(key));
+        return;
+      }
       if (ref.kind === 'task') {
         const state = this.engine.tasks.get(ref.taskId);
         if (state && taskDecider.decide({ type: 'Tick', now }, state).length > 0) {
@@ -75,6 +92,17 @@ export class EngineTicker implements OnApplicationBootstrap, OnApplicationShutdo
       this.logger.warn(`could not act on ${key}, retrying in 1 s: ${(error as Error).message}`);
       this.clock.at(now + 1000, () => this.engine.reindexRef(key));
     }
+  }
+
+  /** Whether what is due on `ref` is a lease that lapsed (not a timer, a retry or a start-to-close timeout). */
+  private onlyLeaseLapsed(ref: DueRef, now: number): boolean {
+    const lapsed = (attempt: AttemptState | undefined) =>
+      attempt?.status === 'started' && attempt.leaseExpiresAt <= now && (attempt.deadlineAt === null || attempt.deadlineAt > now);
+    if (ref.kind === 'task') return lapsed(this.engine.tasks.get(ref.taskId)?.attempt);
+    const state = this.engine.workflows.get(ref.workflowId);
+    if (ref.kind === 'decision') return state?.decision != null && state.decision.leaseExpiresAt <= now;
+    if (ref.kind === 'workflowTask') return lapsed(state?.tasks.get(ref.seq)?.attempt);
+    return false;
   }
 
   private context(appId: string, environment: string) {
