@@ -269,3 +269,36 @@ describe('the service down for longer than LEASE_MS while a worker keeps running
     }
   });
 });
+
+describe('a task that ends while the service is down for longer than LEASE_MS', () => {
+  it('has its result reported once the service is back (its worker kept it, the lease lapsed only for want of a service): the task runs once', async () => {
+    const first = await startService({ env: { LEASE_MS: String(LEASE_MS) } });
+    const proxy = await answerDroppingProxy(first);
+    const log = join(mkdtempSync(join(tmpdir(), 'baton-chaos-')), 'fixtures.log');
+    let second: Service | undefined;
+    try {
+      const api = new Client(first, scope.appId, scope.environment);
+      await startWorker({ url: proxy.url, token: first.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
+      const naps = (phase: string) => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { task: string; phase: string }).filter((e) => e.task === 'nap' && e.phase === phase).length : 0);
+      const id = await api.dispatchWorkflow('NapThenEcho', { input: JSON.stringify([LEASE_MS / 2]) });
+      await waitFor(() => (naps('start') > 0 ? true : null), { timeoutMs: 15_000, description: 'the nap started' });
+      await first.kill();
+      // The nap ends while the service is down; the outage outlasts its lease.
+      await waitFor(() => (naps('end') > 0 ? true : null), { timeoutMs: 15_000, description: 'the nap ended' });
+      const downSince = Date.now();
+      await waitFor(() => (Date.now() > downSince + 1.5 * LEASE_MS ? true : null), { timeoutMs: 10_000, description: 'a lease-long outage' });
+      second = await startService({ storeUrl: first.storeUrl, env: { LEASE_MS: String(LEASE_MS) } });
+      proxy.retarget(second);
+      const api2 = new Client({ ...second, token: first.token }, scope.appId, scope.environment);
+      await waitFor(async () => ((await api2.state(id)) === 'COMPLETED' ? true : null), { timeoutMs: 30_000, description: `workflow ${id} completed` });
+      const history = await api2.history(id);
+      const lapsed = history.filter((e) => e.type === 'TaskAttemptFailed' && JSON.parse(e.data).reason === 'lease_expired').length;
+      expect({ napStarts: naps('start'), lapsed }).toEqual({ napStarts: 1, lapsed: 0 });
+    } finally {
+      await killAllWorkers();
+      await proxy.close();
+      await second?.stop();
+      await first.stop();
+    }
+  });
+});
