@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { BatonRequestError, Client } from './client.js';
+import { BatonRequestError, Client, isTransient } from './client.js';
 import { type TaskDefinition, type WorkflowDefinition, resolveRetryPolicy } from './definitions.js';
 import { toMs } from './duration.js';
 import { jsonStringBytes } from './json-size.js';
@@ -850,7 +850,13 @@ export class Worker {
         if (this.olderService(error)) continue;
         const delay = Math.max(Math.min(100 * 2 ** attempt, 2000), error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
         this.failed(`report failed (${(error as Error).message}); retrying in ${delay} ms`);
-        if (Date.now() + delay > until) {
+        // A service that cannot be reached at all (restarting, down) has not moved on without this
+        // worker: once back it leaves leases that lapsed meanwhile to their workers for a lease
+        // (engine-ticker.ts), so the outcomes wait for it instead of being dropped, and the work
+        // run again (found in review). A service that answers, or a worker that is stopping,
+        // ends the wait at the leases as before.
+        const unreachable = isTransient(error) && !(error instanceof BatonRequestError && error.status === 429) && !this.stopping.signal.aborted;
+        if (Date.now() + delay > until && !unreachable) {
           this.logger.error(`[baton worker] could not report ${decisions.length + tasks.length} outcomes before their leases ended: ${(error as Error).message}`);
           for (const d of decisions) this.runs.delete(d.ref.slice(3));
           this.settleDecided(tasks, []);
