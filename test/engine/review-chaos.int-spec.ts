@@ -103,6 +103,53 @@ describe('a decision report whose answer (with the eagerly claimed task) is lost
   });
 });
 
+describe('a task report whose answer (with the eagerly claimed decision) is lost, sent again', () => {
+  it('hands the decision the lost answer carried to the worker again instead of leaving it to time out', async () => {
+    const name = unique('LostDecision');
+    const taskName = unique('LostDecisionTask');
+    const workerId = unique('chaos-worker');
+    const tasks = [{ name: taskName }];
+    const id = await admin.dispatchWorkflow(name);
+    const poll = async (kind: Item['kind']) =>
+      waitFor(
+        async () => {
+          const input = { ...scope, workerId, workflows: [name], tasks, waitMs: 1_000 };
+          return (expectData(await gql(service, POLL, { input }, workerToken)).pollWork as Item[]).find((i) => i.kind === kind && i.workflowId === id);
+        },
+        { timeoutMs: 15_000, description: `a ${kind} of ${id} claimed` },
+      );
+    const decision = await poll('DECISION');
+    const scheduled = { ...scope, workerId, decisions: [{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }] };
+    expect((expectData(await gql(service, REPORT, { input: scheduled }, workerToken)).reportWork as { accepted: number }).accepted).toBe(1);
+    const task = await poll('TASK');
+    // The result, with an eager claim of the decision it makes pending: the answer the network drops.
+    const input = { ...scope, workerId, tasks: [{ ref: task.ref, attemptId: task.attemptId, result: '"ran"' }], claim: { workflows: [name], tasks, maxItems: 10, maxDecisions: 10, maxTasks: 10 } };
+    const lost = expectData(await gql(service, REPORT, { input }, workerToken)).reportWork as { items: Item[] };
+    const claimed = lost.items.filter((i) => i.kind === 'DECISION');
+    expect(claimed).toHaveLength(1);
+    const again = expectData(await gql(service, REPORT, { input }, workerToken)).reportWork as { accepted: number; items: Item[] };
+    expect(again.accepted).toBe(1);
+    const handed = again.items.filter((i) => i.kind === 'DECISION');
+    if (handed.length === 1) {
+      const done = { ...scope, workerId, decisions: [{ ref: handed[0].ref, decisionId: handed[0].decisionId, commands: JSON.stringify([{ type: 'CompleteWorkflow', result: 1 }]) }] };
+      expect((expectData(await gql(service, REPORT, { input: done }, workerToken)).reportWork as { accepted: number }).accepted).toBe(1);
+    }
+    await waitFor(
+      async () => {
+        const history = types(await admin.history(id));
+        return history.includes('DecisionTimedOut') || history.includes('WorkflowCompleted') ? history : null;
+      },
+      { timeoutMs: 15_000 + 3 * LEASE_MS, description: 'the decision reported or timed out' },
+    );
+    const history = types(await admin.history(id));
+    expect({ handedAgain: handed.map((i) => i.decisionId), timedOut: history.filter((t) => t === 'DecisionTimedOut').length, completed: history.includes('WorkflowCompleted') }).toEqual({
+      handedAgain: [claimed[0].decisionId],
+      timedOut: 0,
+      completed: true,
+    });
+  });
+});
+
 describe('the SDK client when the network drops the answer of a mutation the service has already applied', () => {
   it('does not send the mutation again on its own: one dispatchWorkflow call, one workflow (the request was delivered; a reset on a kept-alive connection does not prove otherwise)', async () => {
     const { Client: SdkClient } = await import('../../src/sdk/index.js');
