@@ -285,6 +285,30 @@ describe('a real SDK worker behind a proxy that drops the answer of its first ta
   });
 });
 
+describe('a real SDK worker behind a proxy that drops the answer of its first report of a parallel task', () => {
+  it('gets the decision that answer carried again: no decision waits for its lease, every task runs once', async () => {
+    const proxy = await answerDroppingProxy(service);
+    try {
+      const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment });
+      proxy.arm((request) => request.includes('reportWork') && request.includes('"result"'));
+      const id = await admin.dispatchWorkflow('Parallel', { input: JSON.stringify([3, 0]) });
+      await waitFor(async () => ((await admin.state(id)) === 'COMPLETED' ? true : null), { timeoutMs: 30_000, description: `workflow ${id} completed` });
+      const history = await admin.history(id);
+      const count = (type: string) => history.filter((e) => e.type === type).length;
+      expect({ cuts: proxy.cuts(), started: count('TaskStarted'), attemptsFailed: count('TaskAttemptFailed'), timedOut: count('DecisionTimedOut'), failedDecisions: count('DecisionFailed') }).toEqual({
+        cuts: 1,
+        started: 3,
+        attemptsFailed: 0,
+        timedOut: 0,
+        failedDecisions: 0,
+      });
+      await worker.stop();
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
 describe('the service down for longer than LEASE_MS while a worker keeps running a task', () => {
   it('does not expire, on restart, the lease the worker could not heartbeat while the service was down: the task runs once', async () => {
     const first = await startService({ env: { LEASE_MS: String(LEASE_MS) } });
