@@ -441,9 +441,18 @@ export class Worker {
   /** Runs claimed items (from a poll, or from a report's answer). */
   private start(items: WorkItem[]): void {
     for (const item of items) {
+      // The service hands an item again to a worker that resent a report whose answer was lost
+      // (the answer had it); one this worker already holds, running or waiting, is not run twice.
+      if (this.holds(item)) continue;
       this.checkLease(item);
       this.admit(item);
     }
+  }
+
+  private holds(item: WorkItem): boolean {
+    const same = (w: WorkItem) => w.ref === item.ref && w.decisionId === item.decisionId && w.attemptId === item.attemptId;
+    if (this.waiting[item.kind].some(same)) return true;
+    return item.kind === 'DECISION' ? this.deciding.get(item.ref) === item.decisionId : this.running.get(item.ref)?.attemptId === item.attemptId;
   }
 
   /**

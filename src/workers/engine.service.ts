@@ -194,6 +194,45 @@ export class EngineService {
     }
   }
 
+  /**
+   * The decision of `workflowId` that is running for this worker (claimed in an answer it never
+   * got), as a claim would hand it, with the whole run: null when there is none, its lease has
+   * lapsed, or the worker does not serve its version.
+   */
+  private async decisionAgain(input: FromWorker<PollWorkInput>, workflowId: string, budget: AnswerBudget): Promise<WorkItem | null> {
+    const { state } = await this.runner.state(`workflow-${workflowId}`, workflowDecider, workerContext(input));
+    if (state.status !== 'running' || state.appId !== input.appId || state.environment !== input.environment) return null;
+    const { decision, lastDecision: last, version } = state;
+    if (!decision || !last || last.id !== decision.id || decision.workerId !== input.workerId || decision.leaseExpiresAt <= this.clock.now()) return null;
+    if (version === null || !input.workflows.includes(version)) return null;
+    const from = state.runStartRevision;
+    const to = last.revision;
+    const run = await this.readRunWithin(workflowId, from, to, budget.left);
+    let text = run.complete && run.events.some((e) => e.type === 'WorkflowRetried') ? JSON.stringify(replayableHistory(run.events)) : `[${run.parts.join(',')}]`;
+    let historyFrom = from;
+    const cost = run.complete ? run.cost : Infinity;
+    if (cost > budget.left) {
+      text = '[]';
+      historyFrom = to + 1n;
+    } else budget.left -= cost;
+    return {
+      kind: WorkKind.DECISION,
+      ref: `wf:${workflowId}`,
+      workflowId,
+      taskId: null,
+      name: state.name,
+      version,
+      decisionId: decision.id,
+      attemptId: null,
+      attempt: null,
+      input: JSON.stringify(state.input),
+      history: text,
+      historyFrom: Number(historyFrom),
+      runFrom: Number(from),
+      leaseExpiresAt: new Date(decision.leaseExpiresAt),
+    };
+  }
+
   /** What one answer may spend on decision histories and task arguments: half the response limit (its other fields have the rest). */
   private answerBudget(): AnswerBudget {
     // Within what the request's answer has left (answer-budget.ts): the aliases of one mutation share it.
@@ -466,15 +505,24 @@ export class EngineService {
     const context = workerContext(input);
     const eager = this.eagerClaims(input);
     const decided: DecidedWork[] = [];
+    const repeated: string[] = [];
     const settling = [
       ...(input.decisions ?? []).map((d) => this.settle(d.ref, () => this.reportDecision(context, d, eager))),
-      ...(input.tasks ?? []).map((t) => this.settle(t.ref, () => this.reportTask(context, t, eager, input.workerId, decided))),
+      ...(input.tasks ?? []).map((t) => this.settle(t.ref, () => this.reportTask(context, t, eager, input.workerId, decided, repeated))),
     ];
     // Decisions are claimed after every result of this report is queued: results that arrive together make one decision.
     eager?.flush();
     const outcomes = await Promise.all(settling);
     const rejected = outcomes.filter((o): o is ReportRejection => o !== null);
     const items = (await Promise.all(eager?.claims ?? [])).filter((i): i is WorkItem => i !== null);
+    // A result sent again (its answer was lost) finds nothing pending: the decision it made
+    // pending may be the one the lost answer handed this worker. Handed again, rather than left
+    // to time out a lease later (found in review).
+    if (eager && repeated.length > 0) {
+      const have = new Set(items.filter((i) => i.kind === WorkKind.DECISION).map((i) => i.workflowId));
+      const again = await Promise.all([...new Set(repeated)].filter((id) => !have.has(id)).map((id) => eager.again(id)));
+      items.push(...again.filter((i): i is WorkItem => i !== null));
+    }
     return { accepted: outcomes.length - rejected.length, rejected, items, decided };
   }
 
@@ -497,6 +545,14 @@ export class EngineService {
       serves: (taskName) => policies.has(taskName),
       take: (candidate) => (candidate.kind === 'decision' ? later.set(candidate.ref, candidate) : take(candidate)),
       flush: () => later.forEach(take),
+      again: async (workflowId) => {
+        if (claims.length >= claim.maxItems || left.decision <= 0) return null;
+        left.decision--;
+        return this.decisionAgain(as, workflowId, budget).catch((error: Error) => {
+          this.logger.warn(`decision of workflow ${workflowId} not handed again: ${error.message}`);
+          return null;
+        });
+      },
       claims,
     };
   }
@@ -553,7 +609,7 @@ export class EngineService {
     }
   }
 
-  private async reportTask(context: CommandContext, report: TaskReportInput, eager: EagerClaims | undefined, workerId: string, decided: DecidedWork[]): Promise<void> {
+  private async reportTask(context: CommandContext, report: TaskReportInput, eager: EagerClaims | undefined, workerId: string, decided: DecidedWork[], repeated: string[]): Promise<void> {
     const parsed = parseRef(report.ref);
     const now = this.clock.now();
     let outcome: { kind: 'ok'; result: Json } | { kind: 'error'; error: TaskError } | { kind: 'released' };
@@ -600,6 +656,7 @@ export class EngineService {
       // workflow (nothing to claim when the worker's next decision was recorded with the result).
       if (outcome.kind !== 'released') eager?.take({ ref: `wf:${parsed.workflowId}`, kind: 'decision' });
       const result = await reported;
+      if (outcome.kind === 'ok' && result.events.length === 0) repeated.push(parsed.workflowId);
       const started = next && result.events.find((e) => e.type === 'DecisionStarted' && e.data.decisionId === next.decisionId);
       if (started && started.revision !== undefined) decided.push({ ref: report.ref, workflowId: parsed.workflowId, decisionId: next!.decisionId, revision: Number(started.revision) });
     } else if (parsed?.kind === 'task') {
@@ -736,6 +793,8 @@ interface EagerClaims {
   /** Tasks are claimed at once (behind the decision that schedules them); decisions at `flush`. */
   take(candidate: Candidate): void;
   flush(): void;
+  /** The decision of `workflowId` this worker was handed already (a lost answer), as an item again; null if there is none. */
+  again(workflowId: string): Promise<WorkItem | null>;
   claims: Array<Promise<WorkItem | null>>;
 }
 
