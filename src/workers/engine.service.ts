@@ -656,7 +656,7 @@ export class EngineService {
       // workflow (nothing to claim when the worker's next decision was recorded with the result).
       if (outcome.kind !== 'released') eager?.take({ ref: `wf:${parsed.workflowId}`, kind: 'decision' });
       const result = await reported;
-      if (outcome.kind === 'ok' && result.events.length === 0) repeated.push(parsed.workflowId);
+      if (outcome.kind !== 'released' && result.events.length === 0) repeated.push(parsed.workflowId);
       const started = next && result.events.find((e) => e.type === 'DecisionStarted' && e.data.decisionId === next.decisionId);
       if (started && started.revision !== undefined) decided.push({ ref: report.ref, workflowId: parsed.workflowId, decisionId: next!.decisionId, revision: Number(started.revision) });
     } else if (parsed?.kind === 'task') {
