@@ -29,6 +29,8 @@ export class EngineTicker implements OnApplicationBootstrap, OnApplicationShutdo
    * grace; a dead one's lease expires when it ends. Start-to-close timeouts are not deferred.
    */
   private graceUntil = 0;
+  /** Items whose lapsed lease waits for `graceUntil`. */
+  private readonly deferred = new Set<string>();
 
   constructor(
     private readonly engine: EngineState,
@@ -71,7 +73,15 @@ export class EngineTicker implements OnApplicationBootstrap, OnApplicationShutdo
     try {
       const ref = parseDueRef(key);
       if (now < this.graceUntil && this.onlyLeaseLapsed(ref, now)) {
-        this.clock.at(this.graceUntil, () => this.engine.reindexRef(key));
+        // One timer for all of them (after a restart with many in flight, most are).
+        this.deferred.add(key);
+        if (this.deferred.size === 1) {
+          this.clock.at(this.graceUntil, () => {
+            const keys = [...this.deferred];
+            this.deferred.clear();
+            for (const k of keys) this.engine.reindexRef(k);
+          });
+        }
         return;
       }
       if (ref.kind === 'task') {
