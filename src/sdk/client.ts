@@ -224,7 +224,9 @@ export class Client {
    * GraphQL error (the first one's message and code) or an answer that is not JSON, and rejects
    * with the abort reason once `timeoutMs` (plus `extraTimeoutMs`) has passed or `signal` aborts,
    * and with Node's error when the service cannot be reached (e.g. `ECONNREFUSED`). The way to
-   * every operation this client has no method for.
+   * every operation this client has no method for. A request that fails on a reused kept-alive
+   * connection is sent once more on a new one only when `resendable` (by default: not a mutation),
+   * since the service may have applied it before the connection was cut.
    * @example
    * const { workflows } = await baton.request<{ workflows: { nodes: Array<{ id: string }> } }>(
    *   'query($filter: WorkflowFilterInput!) { workflows(filter: $filter, first: 50) { nodes { id } } }',
