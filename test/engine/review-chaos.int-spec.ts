@@ -373,3 +373,43 @@ describe('a task that ends while the service is down for longer than LEASE_MS', 
     }
   });
 });
+
+describe('two instances on one store: a report whose answer from A is lost, resent to B (a balancer)', () => {
+  it('is recorded once, and B hands again the task and the decision the lost answers carried', async () => {
+    const storeUrl = (await import('../support/service.js')).freshStoreUrl();
+    const a = await startService({ storeUrl, env: { LEASE_MS: String(LEASE_MS) } });
+    const b = await startService({ storeUrl, env: { LEASE_MS: String(LEASE_MS) } });
+    try {
+      const [token] = await issueTokens(a, [{ apps: ['demo'], role: 'worker' }]);
+      const api = new Client(a, scope.appId, scope.environment);
+      const name = unique('TwoInstances');
+      const taskName = unique('TwoInstancesTask');
+      const workerId = unique('chaos-worker');
+      const tasks = [{ name: taskName, retry: { maxAttempts: 1, initialDelayMs: 100, backoffFactor: 1, maxDelayMs: 100 } }];
+      const claim = { workflows: [name], tasks, maxItems: 10, maxDecisions: 10, maxTasks: 10 };
+      const report = async (to: Service, input: Record<string, unknown>) => expectData(await gql(to, REPORT, { input: { ...scope, workerId, ...input } }, token)).reportWork as { accepted: number; rejected: unknown[]; items: Item[] };
+      const id = await api.dispatchWorkflow(name);
+      const decision = await waitFor(
+        async () => (expectData(await gql(a, POLL, { input: { ...scope, workerId, workflows: [name], tasks, waitMs: 1_000 } }, token)).pollWork as Item[]).find((i) => i.kind === 'DECISION' && i.workflowId === id),
+        { timeoutMs: 15_000, description: 'the first decision claimed' },
+      );
+      const schedule = { decisions: [{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: taskName, args: [] }]) }], claim };
+      const lostTask = (await report(a, schedule)).items.filter((i) => i.kind === 'TASK');
+      const taskAgain = (await report(b, schedule)).items.filter((i) => i.kind === 'TASK');
+      const result = { tasks: [{ ref: taskAgain[0]?.ref ?? lostTask[0].ref, attemptId: lostTask[0].attemptId, result: '"ran"' }], claim };
+      const lostDecision = (await report(a, result)).items.filter((i) => i.kind === 'DECISION');
+      const decisionAgain = (await report(b, result)).items.filter((i) => i.kind === 'DECISION');
+      const history = types(await api.history(id));
+      expect({
+        taskAgain: taskAgain.map((i) => i.attemptId),
+        decisionAgain: decisionAgain.map((i) => i.decisionId),
+        taskStarted: history.filter((t) => t === 'TaskStarted').length,
+        taskCompleted: history.filter((t) => t === 'TaskCompleted').length,
+        decisionsStarted: history.filter((t) => t === 'DecisionStarted').length,
+      }).toEqual({ taskAgain: [lostTask[0].attemptId], decisionAgain: [lostDecision[0].decisionId], taskStarted: 1, taskCompleted: 1, decisionsStarted: 2 });
+    } finally {
+      await b.stop();
+      await a.stop();
+    }
+  });
+});
