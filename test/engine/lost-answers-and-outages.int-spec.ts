@@ -23,7 +23,7 @@ afterAll(async () => {
   await services.stopAll();
 });
 
-const scope = { appId: 'demo', environment: 'review-chaos' };
+const scope = { appId: 'demo', environment: 'lost-answers' };
 const ITEMS = 'items { kind ref workflowId name decisionId attemptId }';
 const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } ${ITEMS} } }`;
 const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId name decisionId attemptId } }`;
