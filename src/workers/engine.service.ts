@@ -208,13 +208,8 @@ export class EngineService {
     const from = state.runStartRevision;
     const to = last.revision;
     const run = await this.readRunWithin(workflowId, from, to, budget.left);
-    let text = run.complete && run.events.some((e) => e.type === 'WorkflowRetried') ? JSON.stringify(replayableHistory(run.events)) : `[${run.parts.join(',')}]`;
-    let historyFrom = from;
-    const cost = run.complete ? run.cost : Infinity;
-    if (cost > budget.left) {
-      text = '[]';
-      historyFrom = to + 1n;
-    } else budget.left -= cost;
+    const whole = run.complete && run.events.some((e) => e.type === 'WorkflowRetried') ? JSON.stringify(replayableHistory(run.events)) : `[${run.parts.join(',')}]`;
+    const history = withinBudget(whole, run.complete ? run.cost : Infinity, from, to, budget);
     return {
       kind: WorkKind.DECISION,
       ref: `wf:${workflowId}`,
@@ -226,8 +221,8 @@ export class EngineService {
       attemptId: null,
       attempt: null,
       input: JSON.stringify(state.input),
-      history: text,
-      historyFrom: Number(historyFrom),
+      history: history.text,
+      historyFrom: Number(history.from),
       runFrom: Number(from),
       leaseExpiresAt: new Date(decision.leaseExpiresAt),
     };
@@ -293,10 +288,7 @@ export class EngineService {
       } else text = `[${run.parts.join(',')}]`;
       cost = run.complete ? run.cost : Infinity;
     }
-    if (cost > budget.left) {
-      text = '[]';
-      from = to + 1n;
-    } else budget.left -= cost;
+    const history = withinBudget(text, cost, from, to, budget);
     return {
       kind: WorkKind.DECISION,
       ref,
@@ -308,8 +300,8 @@ export class EngineService {
       attemptId: null,
       attempt: null,
       input: JSON.stringify(after.input),
-      history: text,
-      historyFrom: Number(from),
+      history: history.text,
+      historyFrom: Number(history.from),
       runFrom: Number(after.runStartRevision),
       leaseExpiresAt: new Date(started.leaseExpiresAt),
     };
@@ -816,4 +808,15 @@ function scoped<S extends { status: string; appId?: string; environment?: string
 /** The per-kind caps a poll asked for (`maxDecisions`, `maxTasks`); absent, only `maxItems` bounds it. */
 function kindCaps(input: { maxDecisions?: number | null; maxTasks?: number | null }): KindCaps {
   return { decision: input.maxDecisions ?? undefined, task: input.maxTasks ?? undefined };
+}
+
+/**
+ * A decision's history from `from` to `to` as its answer carries it: `text` when the answer has room
+ * for its `cost` (taken from the budget), or none, the worker paging it in (`decisionHistory`) from
+ * past `to`.
+ */
+function withinBudget(text: string, cost: number, from: bigint, to: bigint, budget: AnswerBudget): { text: string; from: bigint } {
+  if (cost > budget.left) return { text: '[]', from: to + 1n };
+  budget.left -= cost;
+  return { text, from };
 }

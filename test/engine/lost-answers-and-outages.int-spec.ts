@@ -153,47 +153,21 @@ describe('a task report whose answer (with the eagerly claimed decision) is lost
 describe('the SDK client when the network drops the answer of a mutation the service has already applied', () => {
   it('does not send the mutation again on its own: one dispatchWorkflow call, one workflow (the request was delivered; a reset on a kept-alive connection does not prove otherwise)', async () => {
     const { Client: SdkClient } = await import('../../src/sdk/index.js');
-    const net = await import('node:net');
-    const target = new URL(service.url);
-    // A TCP proxy that forwards everything, except that when told it cuts the connection as
-    // the next answer starts to come back (after the service has read and applied the request).
-    let cutNextAnswer = false;
-    let cuts = 0;
-    const sockets = new Set<import('node:net').Socket>();
-    const proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port), target.hostname);
-      sockets.add(client).add(upstream);
-      client.on('data', (chunk) => upstream.write(chunk));
-      upstream.on('data', (chunk) => {
-        if (cutNextAnswer) {
-          cutNextAnswer = false;
-          cuts++;
-          client.resetAndDestroy();
-          upstream.destroy();
-          return;
-        }
-        client.write(chunk);
-      });
-      const close = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('error', close).on('close', close);
-      upstream.on('error', close).on('close', close);
-    });
-    await new Promise<void>((listening) => proxy.listen(0, '127.0.0.1', listening));
+    // Cuts the connection as the next answer starts to come back (after the service has read and
+    // applied the request).
+    const proxy = await answerDroppingProxy(service);
     try {
-      const url = `http://127.0.0.1:${(proxy.address() as import('node:net').AddressInfo).port}`;
+      const url = proxy.url;
       const baton = new SdkClient({ url, token: service.token });
       const name = unique('DroppedAnswer');
       // A first request: the client's connection is now kept alive and reused by the next one.
       await baton.request('{ __typename }');
-      cutNextAnswer = true;
+      proxy.arm(() => true);
       const outcome = await Promise.resolve(baton.dispatchWorkflow({ ...scope, name })).then(
         (id) => ({ ok: true, id }),
         (error: Error) => ({ ok: false, error: error.message }),
       );
-      expect(cuts).toBe(1);
+      expect(proxy.cuts()).toBe(1);
       const listed = await admin.workflows({ name });
       // Either the call fails (the caller decides whether to retry, with an idempotency key)
       // or it answers the one workflow the service created: never a second, unasked for.
@@ -202,8 +176,7 @@ describe('the SDK client when the network drops the answer of a mutation the ser
         answeredOneOfThem: outcome.ok ? true : null,
       });
     } finally {
-      for (const s of sockets) s.destroy();
-      await new Promise((closed) => proxy.close(closed));
+      await proxy.close();
     }
   });
 });
