@@ -282,68 +282,55 @@ describe('a real SDK worker behind a proxy that drops the answer of its first re
   });
 });
 
+/**
+ * A worker runs `NapThenEcho` (a `nap` task of `napMs`) through a proxy; the service is killed
+ * once the nap has started (or, with `downUntilNapEnds`, stays down until it has ended), stays down
+ * for 1.5 leases, and restarts on the same store, the proxy now pointing at it. Answers the
+ * workflow's history once it completed and how many naps started.
+ */
+async function napThroughOutage(napMs: number, downUntilNapEnds: boolean): Promise<{ history: HistoryRow[]; napStarts: number }> {
+  const first = await startService({ env: { LEASE_MS: String(LEASE_MS) } });
+  const proxy = await answerDroppingProxy(first);
+  const log = join(mkdtempSync(join(tmpdir(), 'baton-chaos-')), 'fixtures.log');
+  let second: Service | undefined;
+  try {
+    const api = new Client(first, scope.appId, scope.environment);
+    await startWorker({ url: proxy.url, token: first.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
+    const naps = (phase: string) =>
+      existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { task: string; phase: string }).filter((e) => e.task === 'nap' && e.phase === phase).length : 0;
+    const id = await api.dispatchWorkflow('NapThenEcho', { input: JSON.stringify([napMs]) });
+    await waitFor(() => (naps('start') > 0 ? true : null), { timeoutMs: 15_000, description: 'the nap started' });
+    await first.kill();
+    if (downUntilNapEnds) await waitFor(() => (naps('end') > 0 ? true : null), { timeoutMs: 15_000, description: 'the nap ended' });
+    // Down for longer than a lease: the worker's heartbeats (or its report) fail meanwhile.
+    const downSince = Date.now();
+    await waitFor(() => (Date.now() > downSince + 1.5 * LEASE_MS ? true : null), { timeoutMs: 10_000, description: 'a lease-long outage' });
+    second = await startService({ storeUrl: first.storeUrl, env: { LEASE_MS: String(LEASE_MS) } });
+    proxy.retarget(second);
+    const api2 = new Client({ ...second, token: first.token }, scope.appId, scope.environment);
+    await waitFor(async () => ((await api2.state(id)) === 'COMPLETED' ? true : null), { timeoutMs: 30_000, description: `workflow ${id} completed` });
+    return { history: await api2.history(id), napStarts: naps('start') };
+  } finally {
+    await killAllWorkers();
+    await proxy.close();
+    await second?.stop();
+    await first.stop();
+  }
+}
+
+const lapsedLeases = (history: HistoryRow[]) => history.filter((e) => e.type === 'TaskAttemptFailed' && JSON.parse(e.data).reason === 'lease_expired').length;
+
 describe('the service down for longer than LEASE_MS while a worker keeps running a task', () => {
   it('does not expire, on restart, the lease the worker could not heartbeat while the service was down: the task runs once', async () => {
-    const first = await startService({ env: { LEASE_MS: String(LEASE_MS) } });
-    const proxy = await answerDroppingProxy(first);
-    const log = join(mkdtempSync(join(tmpdir(), 'baton-chaos-')), 'fixtures.log');
-    let second: Service | undefined;
-    try {
-      const api = new Client(first, scope.appId, scope.environment);
-      await startWorker({ url: proxy.url, token: first.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
-      const naps = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { task: string; phase: string }).filter((e) => e.task === 'nap') : []);
-      const id = await api.dispatchWorkflow('NapThenEcho', { input: JSON.stringify([5 * LEASE_MS]) });
-      await waitFor(() => (naps().some((e) => e.phase === 'start') ? true : null), { timeoutMs: 15_000, description: 'the nap started' });
-      await first.kill();
-      // Down for longer than a lease: the worker's heartbeats fail meanwhile, its task goes on.
-      const downSince = Date.now();
-      await waitFor(() => (Date.now() > downSince + 1.5 * LEASE_MS ? true : null), { timeoutMs: 10_000, description: 'a lease-long outage' });
-      second = await startService({ storeUrl: first.storeUrl, env: { LEASE_MS: String(LEASE_MS) } });
-      proxy.retarget(second);
-      const api2 = new Client({ ...second, token: first.token }, scope.appId, scope.environment);
-      await waitFor(async () => ((await api2.state(id)) === 'COMPLETED' ? true : null), { timeoutMs: 30_000, description: `workflow ${id} completed` });
-      const history = await api2.history(id);
-      const lapsed = history.filter((e) => e.type === 'TaskAttemptFailed' && JSON.parse(e.data).reason === 'lease_expired').length;
-      expect({ napStarts: naps().filter((e) => e.phase === 'start').length, lapsed, ignored: history.filter((e) => e.type === 'TaskResultIgnored').length }).toEqual({ napStarts: 1, lapsed: 0, ignored: 0 });
-    } finally {
-      await killAllWorkers();
-      await proxy.close();
-      await second?.stop();
-      await first.stop();
-    }
+    const { history, napStarts } = await napThroughOutage(5 * LEASE_MS, false);
+    expect({ napStarts, lapsed: lapsedLeases(history), ignored: history.filter((e) => e.type === 'TaskResultIgnored').length }).toEqual({ napStarts: 1, lapsed: 0, ignored: 0 });
   });
 });
 
 describe('a task that ends while the service is down for longer than LEASE_MS', () => {
   it('has its result reported once the service is back (its worker kept it, the lease lapsed only for want of a service): the task runs once', async () => {
-    const first = await startService({ env: { LEASE_MS: String(LEASE_MS) } });
-    const proxy = await answerDroppingProxy(first);
-    const log = join(mkdtempSync(join(tmpdir(), 'baton-chaos-')), 'fixtures.log');
-    let second: Service | undefined;
-    try {
-      const api = new Client(first, scope.appId, scope.environment);
-      await startWorker({ url: proxy.url, token: first.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
-      const naps = (phase: string) => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { task: string; phase: string }).filter((e) => e.task === 'nap' && e.phase === phase).length : 0);
-      const id = await api.dispatchWorkflow('NapThenEcho', { input: JSON.stringify([LEASE_MS / 2]) });
-      await waitFor(() => (naps('start') > 0 ? true : null), { timeoutMs: 15_000, description: 'the nap started' });
-      await first.kill();
-      // The nap ends while the service is down; the outage outlasts its lease.
-      await waitFor(() => (naps('end') > 0 ? true : null), { timeoutMs: 15_000, description: 'the nap ended' });
-      const downSince = Date.now();
-      await waitFor(() => (Date.now() > downSince + 1.5 * LEASE_MS ? true : null), { timeoutMs: 10_000, description: 'a lease-long outage' });
-      second = await startService({ storeUrl: first.storeUrl, env: { LEASE_MS: String(LEASE_MS) } });
-      proxy.retarget(second);
-      const api2 = new Client({ ...second, token: first.token }, scope.appId, scope.environment);
-      await waitFor(async () => ((await api2.state(id)) === 'COMPLETED' ? true : null), { timeoutMs: 30_000, description: `workflow ${id} completed` });
-      const history = await api2.history(id);
-      const lapsed = history.filter((e) => e.type === 'TaskAttemptFailed' && JSON.parse(e.data).reason === 'lease_expired').length;
-      expect({ napStarts: naps('start'), lapsed }).toEqual({ napStarts: 1, lapsed: 0 });
-    } finally {
-      await killAllWorkers();
-      await proxy.close();
-      await second?.stop();
-      await first.stop();
-    }
+    const { history, napStarts } = await napThroughOutage(LEASE_MS / 2, true);
+    expect({ napStarts, lapsed: lapsedLeases(history) }).toEqual({ napStarts: 1, lapsed: 0 });
   });
 });
 
