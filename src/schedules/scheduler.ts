@@ -44,8 +44,6 @@ export interface SchedulerDeps {
 type Key = `s:${string}` | `d:${string}`;
 
 const NOOP_BACKOFF_MS = 250;
-/** The least heap size at which the scheduler's heap drops its stale entries. */
-const MIN_COMPACT = 1024;
 
 /**
  * The timing half of schedules, without Nest: one timer (through the injected clock) armed for
@@ -58,8 +56,6 @@ const MIN_COMPACT = 1024;
  */
 export class Scheduler {
   private readonly heap = new MinHeap<{ key: Key; version: number }>();
-  /** The heap's size past which its stale entries are dropped (see `refresh`). */
-  private compactAt = MIN_COMPACT;
   private readonly due = new Map<Key, { at: number; version: number }>();
   private readonly notBefore = new Map<Key, number>();
   private readonly inFlight = new Set<Key>();
@@ -169,10 +165,7 @@ export class Scheduler {
     this.heap.push(at, { key, version });
     // Stale entries (a schedule deleted, paused or rescheduled since) are skipped when they reach
     // the top, which a yearly schedule's did after a year: dropped once the heap has doubled.
-    if (this.heap.size > this.compactAt) {
-      this.heap.retain((_, entry) => this.due.get(entry.key)?.version === entry.version);
-      this.compactAt = Math.max(MIN_COMPACT, 2 * this.heap.size);
-    }
+    if (this.heap.overgrown) this.heap.retain((_, entry) => this.due.get(entry.key)?.version === entry.version);
     this.arm();
   }
 

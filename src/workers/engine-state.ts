@@ -85,9 +85,6 @@ const decisionKeysFor = (workflows: string[]): Set<string> => new Set([...workfl
 /** The base workflow name of a decision key (for metrics and the `workers` query). */
 const decisionBaseName = (key: string): string => baseName(key.startsWith('*') ? key.slice(1) : key);
 
-/** The least heap size at which the engine's heap of due times drops its stale entries. */
-const MIN_COMPACT = 1024;
-
 const scopeKey = (appId: string, environment: string) => `${appId}\u0000${environment}`;
 const decisionKey = (id: string) => `wf:${id}`;
 const taskKey = (id: string, seq: number) => `wf:${id}#${seq}`;
@@ -119,8 +116,6 @@ export class EngineState {
   private readonly scopes = new Map<string, ScopeIndex>();
   private readonly indexed = new Map<string, Indexed>();
   private readonly due = new MinHeap<{ key: string; at: number }>();
-  /** The heap's size past which its stale entries are dropped (see `compactDue`). */
-  private compactDueAt = MIN_COMPACT;
   private dueListener: ((at: number) => void) | undefined;
   private reviver: ((kind: 'workflow' | 'task', id: string) => void) | undefined;
   private turn = 0;
@@ -229,7 +224,7 @@ export class EngineState {
       const top = this.due.peek();
       this.due.push(due, { key, at: due });
       if (!top || due < top.key) this.dueListener?.(due);
-      if (this.due.size > this.compactDueAt) this.compactDue();
+      if (this.due.overgrown) this.compactDue();
     }
   }
 
@@ -237,7 +232,7 @@ export class EngineState {
    * Drops the heap's stale entries: due times that changed since (a lease extended), or whose
    * item went (a timer canceled, a workflow ended). `takeDue` skips them when they reach the top,
    * but a canceled 30-day timer waited there 30 days, so the heap grew with every timer set in
-   * that horizon. Done when the heap has doubled since the last time: O(1) a push, amortized.
+   * that horizon. Done when the heap is `overgrown` (doubled since the last time): O(1) a push, amortized.
    */
   private compactDue(): void {
     const kept = new Set<string>();
@@ -246,7 +241,6 @@ export class EngineState {
       kept.add(key);
       return true;
     });
-    this.compactDueAt = Math.max(MIN_COMPACT, 2 * this.due.size);
   }
 
   /** Keys whose due time has come, each once per scheduled due time still current. */

@@ -1,9 +1,22 @@
+/** The least size at which `overgrown` is true. */
+const MIN_RETAIN_AT = 1024;
+
 /** A binary min-heap keyed by a number; the engine's due times. */
 export class MinHeap<T> {
   private readonly items: Array<{ key: number; value: T }> = [];
+  /** The size past which `overgrown` says to `retain` (twice the size after the last, at least 1,024). */
+  private retainAt = MIN_RETAIN_AT;
 
   get size(): number {
     return this.items.length;
+  }
+
+  /**
+   * Whether the heap has doubled since its last `retain` (and holds over 1,024 entries): the
+   * moment for an owner whose entries go stale to drop them, at O(1) a push amortized.
+   */
+  get overgrown(): boolean {
+    return this.items.length > this.retainAt;
   }
 
   peek(): { key: number; value: T } | undefined {
@@ -25,8 +38,8 @@ export class MinHeap<T> {
   /**
    * Keeps only the entries `keep` accepts, in heap order again (O(n)). A heap whose entries go
    * stale (their item was rescheduled or dropped) and are skipped only when they reach the top
-   * calls it once stale entries outnumber live ones, so it holds O(live) entries whatever its
-   * history: a canceled 30-day timer left its entry for 30 days.
+   * calls it when `overgrown`, so it holds O(live) entries whatever its history: a canceled
+   * 30-day timer left its entry for 30 days.
    */
   retain(keep: (key: number, value: T) => boolean): void {
     const items = this.items;
@@ -34,6 +47,7 @@ export class MinHeap<T> {
     for (const item of items) if (keep(item.key, item.value)) items[n++] = item;
     items.length = n;
     for (let i = (n >> 1) - 1; i >= 0; i--) this.siftDown(i);
+    this.retainAt = Math.max(MIN_RETAIN_AT, 2 * n);
   }
 
   pop(): { key: number; value: T } | undefined {
