@@ -76,6 +76,19 @@ describe('a restore under a worker that kept running (docs/OPERATIONS.md, Backup
   }, 90_000);
 });
 
+/**
+ * Stops the service (SIGTERM), expects a clean exit (code 0, "stopped in … ms"), and answers how
+ * many `operation` requests its log shows from the start of the drain on.
+ */
+async function stopAndCountWhileDraining(service: Service, operation: string): Promise<number> {
+  await service.stop();
+  expect({ code: service.process.exitCode, stopped: /stopped in \d+ ms/.test(service.messages()) }).toEqual({ code: 0, stopped: true });
+  const lines = service.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; operation?: string });
+  const drainingAt = lines.findIndex((l) => /^draining/.test(l.msg ?? ''));
+  expect(drainingAt).toBeGreaterThan(-1);
+  return lines.slice(drainingAt).filter((l) => l.operation === operation).length;
+}
+
 describe('a worker polling an instance that drains for SHUTDOWN_DELAY_MS', () => {
   const stopped: Array<Service | FixtureWorker> = [];
   afterAll(async () => {
@@ -89,14 +102,8 @@ describe('a worker polling an instance that drains for SHUTDOWN_DELAY_MS', () =>
     stopped.push(worker);
     // Parked: its polls wait for work (up to their waitMs), nothing hurries them.
     await waitFor(async () => /baton_long_polls_parked [1-9]/.test(await (await fetch(`${service.url}/metrics`)).text()), { timeoutMs: 15_000, description: "the worker's polls to park" });
-    await service.stop();
     // Within SHUTDOWN_GRACE_MS, exit code 0: the polls that waited were answered when it closed.
-    expect({ code: service.process.exitCode, stopped: /stopped in \d+ ms/.test(service.messages()) }).toEqual({ code: 0, stopped: true });
-
-    const lines = service.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; operation?: string });
-    const drainingAt = lines.findIndex((l) => /^draining/.test(l.msg ?? ''));
-    expect(drainingAt).toBeGreaterThan(-1);
-    const pollsWhileDraining = lines.slice(drainingAt).filter((l) => l.operation === 'pollWork').length;
+    const pollsWhileDraining = await stopAndCountWhileDraining(service, 'pollWork');
     // Two pollers (decisions, tasks); each parked poll is answered once, and a poll again gets no
     // hurried answer: a few, not one per round trip for 3 s.
     expect(pollsWhileDraining).toBeLessThan(20);
@@ -111,13 +118,7 @@ describe('a client awaiting a result from an instance that drains for SHUTDOWN_D
     // The SDK's awaitWorkflow asks again whenever an answer comes back with the workflow still running.
     const waiting = engine.client.awaitWorkflow('demo', engine.environment, id, { timeoutMs: 8_000 }).catch(() => null);
     await waitFor(async () => /baton_await_workflow_waiting 1\b/.test(await (await fetch(`${service.url}/metrics`)).text()), { timeoutMs: 10_000, description: 'the await to park' });
-    await service.stop();
-    expect({ code: service.process.exitCode, stopped: /stopped in \d+ ms/.test(service.messages()) }).toEqual({ code: 0, stopped: true });
-
-    const lines = service.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; operation?: string });
-    const drainingAt = lines.findIndex((l) => /^draining/.test(l.msg ?? ''));
-    expect(drainingAt).toBeGreaterThan(-1);
-    const awaitsWhileDraining = lines.slice(drainingAt).filter((l) => l.operation === 'awaitWorkflow').length;
+    const awaitsWhileDraining = await stopAndCountWhileDraining(service, 'awaitWorkflow');
     // The parked one is answered at drain, the next waits for the close: a few, not hundreds.
     expect(awaitsWhileDraining).toBeLessThan(10);
     await waiting;
