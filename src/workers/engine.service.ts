@@ -104,9 +104,10 @@ export class EngineService {
     const taskNames = caps.task === 0 ? [] : input.tasks.map((t) => t.name);
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const budget = this.answerBudget();
-    for (;;) {
-      // A token revoked while its poll was parked claims nothing more (it could not poll again).
-      if (signal?.aborted || !this.tokens.isActive(input.tokenId)) return [];
+    for (let parked = false; ; parked = true) {
+      // A token revoked while its poll was parked claims nothing more (it could not poll again);
+      // the first round needs no look: the request was authenticated just now.
+      if (signal?.aborted || (parked && !this.tokens.isActive(input.tokenId))) return [];
       const candidates = this.engine.candidates(input.appId, input.environment, workflows, taskNames, max, this.claiming, caps);
       const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
       if (items.length > 0) return items;
