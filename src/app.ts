@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { FastifyInstance } from 'fastify';
 import { Logger } from 'nestjs-pino';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -8,6 +9,7 @@ import { batonValidationPipe } from './graphql/validation.pipe.js';
 import { ProjectionRunner } from './event-store/projection-runner.js';
 import { ReadFence } from './event-store/read-fence.js';
 import { HttpErrorsFilter, answerClientError, answerFrameworkError } from './graphql/http-errors.filter.js';
+import { BytesInFlight } from './observability/bytes-in-flight.js';
 import { MetricsService } from './observability/metrics.service.js';
 import { installRequestContext } from './observability/request-hooks.js';
 import { CLOCK } from './shared/clock.js';
@@ -48,6 +50,7 @@ export async function createApp(config: BatonConfig, options: { readModels?: 'aw
     return graphqlError(reply, 503, 'STORE_UNAVAILABLE', 'starting: the read models are catching up with the log; retry shortly');
   });
   installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute, () => app.get(ReadFence), app.get(CLOCK));
+  installAdmission(fastify, app.get(BytesInFlight), config.bodyLimitBytes);
   await app.init();
   if (options.readModels !== 'later') await startReadModels(app);
   return app;
@@ -59,4 +62,31 @@ export function startReadModels(app: NestFastifyApplication): Promise<void> {
 }
 
 const STARTING_RETRY_AFTER_S = 5;
+
+/**
+ * Admits each authenticated GraphQL request against the instance's `MAX_BYTES_IN_FLIGHT`
+ * (bytes-in-flight.ts), after the token check and before the body is read: its declared body (the
+ * whole `BODY_LIMIT_BYTES` when it declares none), then its answer's stored values as they are
+ * read. Refused: 503 `RATE_LIMITED` with `Retry-After: 1`, nothing of it run. Given back when the
+ * response closes, answered or cut off.
+ */
+function installAdmission(fastify: FastifyInstance, bytes: BytesInFlight, bodyLimit: number): void {
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const context = request.batonContext;
+    if (!request.principal || !context || bytes.max === 0) return done();
+    const declared = request.headers['content-length'];
+    const length = declared === undefined ? (request.headers['transfer-encoding'] ? bodyLimit : 0) : Math.min(Number(declared) || 0, bodyLimit);
+    const held = bytes.admit(length);
+    if (!held) {
+      reply.header('Retry-After', '1');
+      graphqlError(reply, 503, 'RATE_LIMITED', `this instance holds its most bytes of requests in flight (MAX_BYTES_IN_FLIGHT=${bytes.max}); retry shortly`, {
+        limit: 'MAX_BYTES_IN_FLIGHT',
+      });
+      return;
+    }
+    context.held = held;
+    reply.raw.once('close', held.release);
+    done();
+  });
+}
 

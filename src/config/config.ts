@@ -16,6 +16,8 @@ export interface BatonConfig {
   logLevel: 'error' | 'warn' | 'info' | 'debug';
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
+  /** Most bytes of request bodies and answers this instance's GraphQL requests may hold at once (0: no bound). */
+  maxBytesInFlight: number;
   /** Requests per token per minute; 0 turns the limit off. */
   rateLimitPerMinute: number;
   /** Deepest GraphQL selection accepted. */
@@ -144,6 +146,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     eventStoreUrl,
     logLevel: LOG_LEVELS.includes(logLevel) ? logLevel : 'info',
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxBytesInFlight: int('MAX_BYTES_IN_FLIGHT', 256 * 1024 * 1024, 0, 2 ** 40),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 60_000, 0, 10_000_000),
     maxQueryDepth: int('MAX_QUERY_DEPTH', 10, 2, 100),
     maxQueryCost: int('MAX_QUERY_COST', 500, 10, 100_000),
@@ -189,6 +192,10 @@ export function loadConfig(env: Env = process.env): BatonConfig {
   // /metrics reads `Authorization: Bearer <token>` with the token one run of non-space characters.
   if (config.metricsToken !== null && /\s/.test(config.metricsToken)) {
     problems.push(`METRICS_TOKEN: expected the token alone, without spaces (the scraper sends it as "Authorization: Bearer <token>")`);
+  }
+  // One request of the largest body must fit on its own (else it is admitted only while nothing else is held).
+  if (config.maxBytesInFlight > 0 && config.maxBytesInFlight < config.bodyLimitBytes) {
+    problems.push(`MAX_BYTES_IN_FLIGHT=${config.maxBytesInFlight} must be 0 (no bound) or at least BODY_LIMIT_BYTES=${config.bodyLimitBytes}`);
   }
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     problems.push(`SHUTDOWN_DELAY_MS=${config.shutdownDelayMs} must be less than SHUTDOWN_GRACE_MS=${config.shutdownGraceMs}`);

@@ -30,7 +30,11 @@ export class AnswerBudget {
   /** Set once a read did not fit: the whole answer is replaced by PAYLOAD_TOO_LARGE. */
   exceeded = false;
 
-  constructor(readonly maxBytes: number) {
+  /** `held`: what the request holds of the instance's bytes in flight, which the answer's bytes count in too. */
+  constructor(
+    readonly maxBytes: number,
+    private readonly held?: { add(bytes: number): void },
+  ) {
     this.left = maxBytes;
   }
 
@@ -73,7 +77,9 @@ export class AnswerBudget {
    */
   spend(value: unknown, info: GraphQLResolveInfo | undefined): void {
     const selections = info ? info.fieldNodes.map((f) => f.selectionSet).filter((s): s is SelectionSetNode => s !== undefined) : undefined;
-    this.left -= answerSize(value, selections && selections.length > 0 ? selections : undefined, info?.fragments ?? {}, Math.max(0, this.left));
+    const spent = answerSize(value, selections && selections.length > 0 ? selections : undefined, info?.fragments ?? {}, Math.max(0, this.left));
+    this.left -= spent;
+    this.held?.add(spent);
   }
 
   /** Counts what the answer keeps of `value` (all of it without `info`); throws when it does not fit. */
@@ -82,6 +88,7 @@ export class AnswerBudget {
     const selections = info ? info.fieldNodes.map((f) => f.selectionSet).filter((s): s is SelectionSetNode => s !== undefined) : undefined;
     const spent = answerSize(value, selections && selections.length > 0 ? selections : undefined, info?.fragments ?? {}, this.left);
     this.left -= spent;
+    this.held?.add(spent);
     if (this.left < 0) {
       this.exceeded = true;
       throw new AnswerTooLargeError(this.maxBytes);
@@ -93,8 +100,8 @@ const budgets = new WeakMap<RequestContext, AnswerBudget>();
 
 /** Gives the request being served a budget of `maxBytes` (responseBudgetPlugin, as Apollo starts on it). */
 export function startAnswerBudget(maxBytes: number): AnswerBudget {
-  const budget = new AnswerBudget(maxBytes);
   const context = currentRequestContext();
+  const budget = new AnswerBudget(maxBytes, context?.held);
   if (context) budgets.set(context, budget);
   return budget;
 }

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { DeciderRunner } from '../event-store/decider-runner.js';
 import { EVENT_STORE, type EventStore } from '../event-store/event-store.port.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
+import { BytesInFlight } from './bytes-in-flight.js';
 import { LifecycleService } from '../health/lifecycle.service.js';
 import { EffectsReactor } from '../workers/effects.reactor.js';
 import { EngineState } from '../workers/engine-state.js';
@@ -197,6 +198,20 @@ export class MetricsService implements OnModuleInit {
 
   private effectsRetriesSeen = 0;
 
+  readonly bytesInFlight = new Gauge({
+    name: 'baton_http_bytes_in_flight',
+    help: "Bytes this instance's GraphQL requests hold: their bodies as declared and their answers' stored values (bounded by MAX_BYTES_IN_FLIGHT).",
+    registers: [this.registry],
+  });
+
+  readonly bytesInFlightRefusals = new Counter({
+    name: 'baton_http_bytes_in_flight_refusals_total',
+    help: 'GraphQL requests answered 503 RATE_LIMITED because the instance held MAX_BYTES_IN_FLIGHT.',
+    registers: [this.registry],
+  });
+
+  private bytesInFlightRefusalsSeen = 0;
+
   readonly ready = new Gauge({
     name: 'baton_ready',
     help: '1 while the read models are live and the instance is not draining, else 0.',
@@ -211,6 +226,7 @@ export class MetricsService implements OnModuleInit {
     private readonly runner: DeciderRunner,
     private readonly schedules: SchedulesReadModel,
     private readonly effects: EffectsReactor,
+    private readonly bytes: BytesInFlight,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_' });
   }
@@ -285,6 +301,10 @@ export class MetricsService implements OnModuleInit {
     this.effectsRetriesSeen = this.effects.retries;
     this.effectsCheckpoint.set(Number(this.effects.checkpoint));
     this.effectsAppsOverBound.set(this.effects.appsOverBound);
+
+    this.bytesInFlight.set(this.bytes.held);
+    this.bytesInFlightRefusals.inc(this.bytes.refused - this.bytesInFlightRefusalsSeen);
+    this.bytesInFlightRefusalsSeen = this.bytes.refused;
 
     this.projectionCheckpoint.set(Number(this.projections.checkpoint));
     // As /health/ready: not while a dead projection subscription is being restarted either.

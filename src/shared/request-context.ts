@@ -11,6 +11,8 @@ export interface RequestContext {
   correlationId: string;
   /** The highest log position the request wrote or read to (sent back as `x-baton-position`), -1 before any. */
   position: bigint;
+  /** What the request holds of this instance's `MAX_BYTES_IN_FLIGHT` (bytes-in-flight.ts), once admitted. */
+  held?: { add(bytes: number): void };
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
