@@ -3,7 +3,7 @@
 // Runs every scenario against freshly started Baton processes (compiled dist/, a temporary SQLite
 // store each, 127.0.0.1, ephemeral ports), prints one table and writes the raw figures to
 // bench/results/<timestamp>.json. See docs/BENCHMARKS.md.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -62,7 +62,23 @@ function machine() {
     platform: `${process.platform}-${process.arch}`,
     kernel: os.release(),
     loadAverageAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    // Every store of the run lives under the temporary directory: its file system (tmpfs has no
+    // fsync cost at all) is part of what the store baseline and the durable figures measure.
+    tmpDir: os.tmpdir(),
+    tmpFilesystem: fileSystemOf(os.tmpdir()),
   };
+}
+
+/** Linux file system magic numbers (statfs f_type) of the kinds a temporary directory is usually on. */
+const FILE_SYSTEMS = { 0xef53: 'ext2/3/4', 0x01021994: 'tmpfs', 0x794c7630: 'overlayfs', 0x58465342: 'xfs', 0x9123683e: 'btrfs', 0x2fc12fc1: 'zfs', 0x6969: 'nfs', 0x65735546: 'fuse' };
+
+function fileSystemOf(dir) {
+  try {
+    const type = statfsSync(dir).type;
+    return FILE_SYSTEMS[type] ?? `0x${type.toString(16)}`;
+  } catch {
+    return 'unknown';
+  }
 }
 
 function baton() {
@@ -333,7 +349,7 @@ async function main() {
   const table = renderTable(rows);
   const durationSeconds = Math.round((Date.now() - started.getTime()) / 1000);
   log(`\nBaton ${baton()} — ${mode} run${values.peers ? ' with peers' : ''}, ${started.toISOString()}, ${durationSeconds} s`);
-  log(`Machine: ${info.nproc} CPUs (${info.cpu}), ${info.memoryGiB} GiB RAM, Node ${info.node}, ${info.platform}, load average at start ${info.loadAverageAtStart.join(' ')}\n`);
+  log(`Machine: ${info.nproc} CPUs (${info.cpu}), ${info.memoryGiB} GiB RAM, Node ${info.node}, ${info.platform}, temporary stores on ${info.tmpFilesystem} (${info.tmpDir}), load average at start ${info.loadAverageAtStart.join(' ')}\n`);
   log(table);
   if (notes.length) log(`\nNotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
 

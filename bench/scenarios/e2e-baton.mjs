@@ -27,21 +27,32 @@ const VARIANTS = {
  * calls are).
  */
 function completions(reader, after) {
-  const statement = reader.db.prepare("SELECT position, stream_id FROM events WHERE position > ? AND type = 'WorkflowCompleted' ORDER BY position");
-  const done = new Set();
+  // Failed and terminated workflows end their lane's wait too (rejected): a lane waiting for a
+  // completion that never comes held the batch until the run's time limit, reported as "stopped at
+  // the time limit" instead of the failure that the batch's check then names.
+  const statement = reader.db.prepare(
+    "SELECT position, stream_id, type FROM events WHERE position > ? AND type IN ('WorkflowCompleted', 'WorkflowFailed', 'WorkflowTerminated') ORDER BY position",
+  );
+  const ended = new Map();
   const waiting = new Map();
   let position = after;
+  const settle = (id, type, waiter) => (type === 'WorkflowCompleted' ? waiter.resolve() : waiter.reject(new Error(`workflow ${id}: ${type}`)));
   const timer = setInterval(() => {
     for (const row of statement.all(position)) {
       position = row.position;
       const id = row.stream_id.slice('workflow-'.length);
-      done.add(id);
-      waiting.get(id)?.();
+      ended.set(id, row.type);
+      const waiter = waiting.get(id);
+      if (waiter) settle(id, row.type, waiter);
       waiting.delete(id);
     }
   }, 2);
   return {
-    wait: (id) => (done.has(id) ? undefined : new Promise((resolve) => waiting.set(id, resolve))),
+    wait: (id) =>
+      new Promise((resolve, reject) => {
+        if (ended.has(id)) settle(id, ended.get(id), { resolve, reject });
+        else waiting.set(id, { resolve, reject });
+      }),
     stop: () => clearInterval(timer),
   };
 }
