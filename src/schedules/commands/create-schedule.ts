@@ -45,17 +45,33 @@ export class ScheduleCreator {
     private readonly schedules: SchedulesReadModel,
   ) {}
 
+  /** Per app, the API creations under way on this instance (MAX_SCHEDULES_PER_APP counts them). */
+  private readonly pending = new Map<string, number>();
+
   /**
    * A schedule through the API. Refused once the app has MAX_SCHEDULES_PER_APP schedules that can
-   * fire, as this instance has read them: a bound on what every instance holds and fires, not an
-   * exact quota (requests racing on several instances can each take the last place). A schedule
+   * fire, as this instance has read them, plus the creations still under way on this instance: a
+   * bound on what every instance holds and fires, not an exact quota (requests racing on several
+   * instances can each take the last place). A schedule
    * a workflow's decision asked for (`createFor`) is never refused: the decision is recorded.
    */
   async create(principal: Principal, s: NewSchedule): Promise<ScheduleResult> {
     assertScope(principal, s.appId, s.environment);
     const limit = this.config.maxSchedulesPerApp;
-    if (limit > 0 && this.schedules.countOf(s.appId) >= limit) throw new TooManySchedulesError(s.appId, limit);
-    return this.createFor(contextFor(principal, s.appId, s.environment), s);
+    if (limit <= 0) return this.createFor(contextFor(principal, s.appId, s.environment), s);
+    // Creations still in flight on this instance hold a place: they are not in the read model
+    // yet, and without this a burst of requests all read the same count and all passed.
+    const pending = this.pending.get(s.appId) ?? 0;
+    if (this.schedules.countOf(s.appId) + pending >= limit) throw new TooManySchedulesError(s.appId, limit);
+    this.pending.set(s.appId, pending + 1);
+    try {
+      // The run waits for the read models to reach its append: once it resolves, countOf holds it.
+      return await this.createFor(contextFor(principal, s.appId, s.environment), s);
+    } finally {
+      const left = (this.pending.get(s.appId) ?? 1) - 1;
+      if (left > 0) this.pending.set(s.appId, left);
+      else this.pending.delete(s.appId);
+    }
   }
 
   /** Creates the schedule on behalf of `context` (already authorised); creating one that exists does nothing. */
