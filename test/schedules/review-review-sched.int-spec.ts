@@ -77,3 +77,69 @@ describe('two instances on one store, a schedule paused and resumed through both
     expect([...dispatched].sort()).toEqual(fired.map((f) => f.dispatchId).sort());
   }, 90_000);
 });
+
+describe('a store that refuses the first firings of a schedule (BATON_FAULTS append-unavailable:ScheduleFired:3)', () => {
+  let service: Service | undefined;
+  afterAll(() => service?.stop());
+
+  it('the occurrences missed while it refused are recorded as one missed skip, the latest fired once; every firing dispatched once', async () => {
+    service = await startService({ env: { BATON_FAULTS: 'append-unavailable:ScheduleFired:3' } });
+    const api = new Schedules(service, 'outage', 'demo');
+    const name = unique('Outage');
+    const id = await api.scheduleTask({ cron: '*/1 * * * * * *', name, catchUpWindowMs: 30_000 });
+    const history = await waitFor(
+      async () => {
+        const events = await api.history(id);
+        return events.filter((e) => e.type === 'ScheduleFired').length >= 3 ? events : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, description: 'three firings after the refusals' },
+    );
+    await api.act('delete', id);
+    const handled = history.filter((e) => e.type === 'ScheduleFired' || e.type === 'ScheduleOccurrenceSkipped');
+    // Nothing before the first firing but, at most, one skip of the occurrences the refusals made late.
+    const firstFired = handled.findIndex((e) => e.type === 'ScheduleFired');
+    const before = handled.slice(0, firstFired);
+    expect(before.length).toBeLessThanOrEqual(1);
+    if (before.length === 1) {
+      expect(before[0].data.reason).toBe('missed');
+      expect(Date.parse(handled[firstFired].data.occurrence)).toBe(Date.parse(before[0].data.occurrence) + 1000);
+    }
+    // Every occurrence from the first handled one on is handled exactly once, in order.
+    const occurrences: number[] = [];
+    for (const e of handled) {
+      if (e.type === 'ScheduleFired') occurrences.push(Date.parse(e.data.occurrence));
+      else for (let i = 0; i < e.data.count; i++) occurrences.push(Date.parse(e.data.firstOccurrence) + i * 1000);
+    }
+    for (let i = 1; i < occurrences.length; i++) expect(occurrences[i] - occurrences[i - 1]).toBe(1000);
+    const fired = history.filter((e) => e.type === 'ScheduleFired').map((e) => e.data.dispatchId as string);
+    const tasks = await waitFor(async () => {
+      const t = await api.tasks(name);
+      return t.length >= fired.length ? t : null;
+    }, { timeoutMs: 10_000, intervalMs: 100, description: 'the fired tasks' });
+    expect(tasks.map((t) => t.id).sort()).toEqual([...fired].sort());
+  }, 40_000);
+});
+
+describe('a store that refuses the first dispatches of a schedule (BATON_FAULTS append-unavailable:TaskDispatched:2)', () => {
+  let service: Service | undefined;
+  afterAll(() => service?.stop());
+
+  it('the firings whose dispatch failed are dispatched later, once, under their own ids', async () => {
+    service = await startService({ env: { BATON_FAULTS: 'append-unavailable:TaskDispatched:2' } });
+    const api = new Schedules(service, 'lost-dispatch', 'demo');
+    const name = unique('LostDispatch');
+    const id = await api.scheduleTask({ cron: '*/1 * * * * * *', name });
+    await waitFor(async () => ((await api.schedule(id))?.firedCount ?? 0) >= 3, { timeoutMs: 10_000, intervalMs: 100, description: 'three firings' });
+    await api.act('delete', id);
+    const fired = (await api.history(id)).filter((e) => e.type === 'ScheduleFired').map((e) => e.data.dispatchId as string);
+    const tasks = await waitFor(
+      async () => {
+        const t = await api.tasks(name);
+        return t.length >= fired.length ? t : null;
+      },
+      { timeoutMs: 25_000, intervalMs: 200, description: 'every fired occurrence dispatched (the failed ones by recovery)' },
+    );
+    expect(tasks.map((t) => t.id).sort()).toEqual([...fired].sort());
+    expect(tasks.every((t) => t.scheduleId === id)).toBe(true);
+  }, 50_000);
+});
