@@ -1,6 +1,7 @@
 /**
- * Review (schedules and idempotency, second round): edges where schedules meet concurrency,
- * quotas and the idempotency keys.
+ * Schedules where they meet concurrency, quotas and a store refusing writes: a burst against
+ * MAX_SCHEDULES_PER_APP on one instance, pause and resume through two instances while a schedule
+ * fires, and firings or dispatches the store refuses (BATON_FAULTS).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
