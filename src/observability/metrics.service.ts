@@ -124,6 +124,21 @@ export class MetricsService implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly pollRounds = new Counter({
+    name: 'baton_poll_rounds_total',
+    help: 'Claim rounds of worker long polls on this instance: `first` the round a poll starts with, `again` each round after it parked (woken for work, or looking again after a lost claim).',
+    labelNames: ['round'] as const,
+    registers: [this.registry],
+  });
+
+  readonly pollWakeups = new Counter({
+    name: 'baton_poll_wakeups_total',
+    help: 'Parked worker long polls woken on this instance because work for their names became claimable.',
+    registers: [this.registry],
+  });
+
+  private pollCountsSeen = { firstRounds: 0, rounds: 0, wakeups: 0 };
+
   readonly projectionLagEvents = new Gauge({
     name: 'baton_projection_lag_events',
     help: "Events in the store's log not yet applied to this instance's read models.",
@@ -280,6 +295,11 @@ export class MetricsService implements OnModuleInit {
       this.queueOldest.set(labels, Math.max(0, (now - q.oldestSince) / 1000));
     }
     this.parkedPolls.set(parkedPolls);
+    const polls = this.engine.pollCounts;
+    this.pollRounds.inc({ round: 'first' }, polls.firstRounds - this.pollCountsSeen.firstRounds);
+    this.pollRounds.inc({ round: 'again' }, polls.rounds - this.pollCountsSeen.rounds);
+    this.pollWakeups.inc(polls.wakeups - this.pollCountsSeen.wakeups);
+    this.pollCountsSeen = { firstRounds: polls.firstRounds, rounds: polls.rounds, wakeups: polls.wakeups };
     this.engineHeld.set({ kind: 'workflow' }, this.engine.workflows.size);
     this.engineHeld.set({ kind: 'task' }, this.engine.tasks.size);
     const schedules = this.schedules.held;

@@ -119,6 +119,12 @@ export class EngineState {
   private dueListener: ((at: number) => void) | undefined;
   private reviver: ((kind: 'workflow' | 'task', id: string) => void) | undefined;
   private turn = 0;
+  /**
+   * What parked polls cost, for metrics and specs: claim rounds of `pollWork` (`first`: the round a
+   * poll starts with; `again`: each round after it parked), parked polls woken for new work, and
+   * the parked polls looked at to find them.
+   */
+  readonly pollCounts = { firstRounds: 0, rounds: 0, wakeups: 0, waiterVisits: 0 };
 
   constructor(@Inject(CLOCK) private readonly clock: Clock) {}
 
@@ -411,7 +417,11 @@ export class EngineState {
 
   private wakeWaiters(index: ScopeIndex, entry: NonNullable<Indexed['entry']>): void {
     for (const waiter of index.waiters) {
-      if ((entry.kind === 'decisions' ? waiter.workflows : waiter.tasks).has(entry.name)) waiter.wake();
+      this.pollCounts.waiterVisits++;
+      if ((entry.kind === 'decisions' ? waiter.workflows : waiter.tasks).has(entry.name)) {
+        this.pollCounts.wakeups++;
+        waiter.wake();
+      }
     }
   }
 

@@ -108,6 +108,8 @@ export class EngineService {
       // A token revoked while its poll was parked claims nothing more (it could not poll again);
       // the first round needs no look: the request was authenticated just now.
       if (signal?.aborted || (parked && !this.tokens.isActive(input.tokenId))) return [];
+      if (parked) this.engine.pollCounts.rounds++;
+      else this.engine.pollCounts.firstRounds++;
       const candidates = this.engine.candidates(input.appId, input.environment, workflows, taskNames, max, this.claiming, caps);
       const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
       if (items.length > 0) return items;
