@@ -40,7 +40,7 @@ describe('EngineState: claimable decisions of a version a worker does not serve'
     const [started, completed, received] = pinnedAndWoken('d1');
     for (const e of [dispatched(id(1)), started, completed]) state.applyWorkflow(id(1), e);
     let woken = false;
-    void state.waitForWork('demo', 'test', ['Order_v2'], [], 1_000).then(() => (woken = true));
+    void state.watch('demo', 'test', ['Order_v2'], []).park(1_000).then(() => (woken = true));
     state.applyWorkflow(id(1), received);
     await Promise.resolve();
     await Promise.resolve();

@@ -155,7 +155,7 @@ describe('EngineState', () => {
   it('wakes a parked poll when work for its names arrives', async () => {
     const { state, apply } = engine();
     let woke = false;
-    const parked = state.waitForWork('demo', 'test', ['Onboarding_v2'], [], 60_000).then(() => (woke = true));
+    const parked = state.watch('demo', 'test', ['Onboarding_v2'], []).park(60_000).then(() => (woke = true));
     apply(WF2, dispatched(WF2, 'Billing'));
     await Promise.resolve();
     expect(woke).toBe(false);
@@ -167,7 +167,7 @@ describe('EngineState', () => {
   it('releases a parked poll when its signal aborts', async () => {
     const { state } = engine();
     const abort = new AbortController();
-    const parked = state.waitForWork('demo', 'test', ['Onboarding'], [], 60_000, abort.signal);
+    const parked = state.watch('demo', 'test', ['Onboarding'], []).park(60_000, abort.signal);
     abort.abort();
     await expect(parked).resolves.toBeUndefined();
   });

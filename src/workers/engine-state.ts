@@ -23,10 +23,24 @@ import { MinHeap } from './min-heap.js';
 
 type ExistingTask = Exclude<TaskState, { status: 'none' }>;
 
-interface Waiter {
-  workflows: Set<string>;
-  tasks: Set<string>;
-  wake: () => void;
+/** A kind of claimable entry and its name (`decisionKeyOf`, or the task name): what a poll waits for. */
+type WatchKey = `${'decisions' | 'tasks'}\u0000${string}`;
+const watchKey = (kind: 'decisions' | 'tasks', name: string): WatchKey => `${kind}\u0000${name}`;
+
+/**
+ * A poll as the index sees it, from its first claim round to its answer. `running`: it has looked
+ * (`candidates`) and not parked since, so what arrives now it has not seen; `parked`: waiting, the
+ * next entry of one of its keys may wake it; `pending`: woken for new work and not looked yet, so
+ * it will see whatever arrives before it looks; `gone`: answered.
+ */
+interface Watcher {
+  scope: ScopeIndex;
+  keys: WatchKey[];
+  state: 'running' | 'parked' | 'pending' | 'gone';
+  /** `arrivals` when it last looked. */
+  lookedAt: number;
+  /** Ends its park: woken for work (`pending`) or not (its wait ran out, its signal). */
+  release?: (state: 'running' | 'pending') => void;
 }
 
 interface ScopeIndex {
@@ -37,7 +51,35 @@ interface ScopeIndex {
   decisions: Map<string, Set<string>>;
   /** Task name → refs of claimable task attempts. */
   tasks: Map<string, Set<string>>;
-  waiters: Set<Waiter>;
+  /** Parked polls by what they wait for, the longest parked first (a poll is in the set of each of its keys). */
+  parked: Map<WatchKey, Set<Watcher>>;
+  parkedCount: number;
+  /** Polls woken for work that have not looked yet, by key: a new entry of that key needs no other poll woken. */
+  pending: Map<WatchKey, number>;
+  /** Polls of this instance (in any state), by key. */
+  watching: Map<WatchKey, number>;
+  /**
+   * Per watched key, `arrivals` when an entry of it last arrived with no poll parked or pending
+   * for it: the polls running then have not seen it, and look again before they park.
+   */
+  missed: Map<WatchKey, number>;
+}
+
+/** A poll's registration with the engine's index, from its first claim round to its answer (`EngineState.watch`). */
+export interface PollWatch {
+  /** Claimable items for the poll (as `EngineState.candidates`): its look, which ends its being woken. */
+  candidates(max: number, exclude: Set<string>, caps?: KindCaps): Candidate[];
+  /**
+   * Resolves when work for its names may have arrived, or after `timeoutMs`, or when `signal`
+   * aborts; at once when an entry of its names arrived since its last look that no other poll was
+   * woken for.
+   */
+  park(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * The poll answered (or failed): what is still claimable for its names beyond `exclude`
+   * (claims under way) and what this instance claimed already goes to other parked polls.
+   */
+  leave(exclude: Set<string>): void;
 }
 
 /** One indexed item: a workflow's decision, one of its tasks or timers, or a standalone task. */
@@ -125,6 +167,14 @@ export class EngineState {
    * the parked polls looked at to find them.
    */
   readonly pollCounts = { firstRounds: 0, rounds: 0, wakeups: 0, waiterVisits: 0 };
+  /** Entries that became claimable (with a poll of their key watching), counted: the clock of `Watcher.lookedAt` and `ScopeIndex.missed`. */
+  private arrivals = 0;
+  /**
+   * Refs this instance claimed whose claim its projection has not applied yet: still in the
+   * claimable sets, but neither a candidate (a claim of it would be refused) nor a reason to wake
+   * a poll (`leave`). Cleared when the item is reindexed (its claim's event, or anything after).
+   */
+  private readonly taken = new Set<string>();
 
   constructor(@Inject(CLOCK) private readonly clock: Clock) {}
 
@@ -207,6 +257,7 @@ export class EngineState {
 
   private reindex(key: string, scope: string, entry: Indexed['entry'], due: number | undefined): void {
     const previous = this.indexed.get(key);
+    this.taken.delete(key);
     if (entry) entry.since = previous?.entry?.kind === entry.kind && previous.entry.ref === entry.ref ? previous.entry.since : this.clock.now();
     if (previous?.entry) {
       const index = this.scopes.get(previous.scope);
@@ -224,7 +275,7 @@ export class EngineState {
       let set = index[entry.kind].get(entry.name);
       if (!set) index[entry.kind].set(entry.name, (set = new Set()));
       set.add(entry.ref);
-      this.wakeWaiters(index, entry);
+      this.arrived(index, watchKey(entry.kind, entry.name));
     }
     if (due !== undefined && due !== previous?.due) {
       const top = this.due.peek();
@@ -305,7 +356,8 @@ export class EngineState {
 
   /**
    * Up to `max` claimable items for a worker serving these workflow names (with versions) and
-   * task names, skipping refs in `exclude` (claims already under way on this instance). Fair:
+   * task names, skipping refs in `exclude` (claims already under way on this instance) and those
+   * this instance claimed whose claim it has not projected yet (`claimed`). Fair:
    * decisions of each workflow name and tasks of each task name take turns, starting with a
    * different one at each call, so no name starves while others have a backlog. `caps` bounds
    * each kind apart (a worker's decision and task slots are counted apart).
@@ -326,7 +378,7 @@ export class EngineState {
     if ((caps.task ?? max) > 0) {
       for (const name of new Set(tasks)) {
         const refs = index.tasks.get(name);
-        if (refs?.size) sources.push({ kind: 'task', items: taskCandidates(refs, exclude) });
+        if (refs?.size) sources.push({ kind: 'task', items: taskCandidates(refs, exclude, this.taken) });
       }
     }
     const found: Candidate[] = [];
@@ -357,7 +409,7 @@ export class EngineState {
 
   private *decisionCandidates(ids: Set<string>, workflows: string[], exclude: Set<string>): Iterator<Candidate> {
     for (const id of ids) {
-      if (exclude.has(`wf:${id}`)) continue;
+      if (exclude.has(`wf:${id}`) || this.taken.has(`wf:${id}`)) continue;
       const state = this.workflows.get(id);
       if (!state) continue;
       const version = state.version ?? pickVersion(state.name, workflows);
@@ -365,24 +417,132 @@ export class EngineState {
     }
   }
 
-  /** Resolves when work for these names may have arrived, or after `timeoutMs`. */
-  waitForWork(appId: string, environment: string, workflows: string[], tasks: string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  /** Told by the engine that this instance claimed `ref` (an index key): no poll is woken for it any more (`leave`). */
+  claimed(ref: string): void {
+    if (this.indexed.get(ref)?.entry) this.taken.add(ref);
+  }
+
+  /**
+   * Registers a poll for these workflow names (with versions) and task names, for its whole life:
+   * it looks (`candidates`), parks, looks again, and at the end leaves. New work wakes one parked
+   * poll per entry (the longest parked of those serving its name), not every poll serving it; a
+   * poll woken that does not take what it was woken for hands it on when it leaves.
+   */
+  watch(appId: string, environment: string, workflows: string[], tasks: string[]): PollWatch {
     const index = this.scope(scopeKey(appId, environment));
+    const watcher: Watcher = {
+      scope: index,
+      keys: [...[...decisionKeysFor(workflows)].map((k) => watchKey('decisions', k)), ...[...new Set(tasks)].map((t) => watchKey('tasks', t))],
+      state: 'running',
+      lookedAt: this.arrivals,
+    };
+    for (const key of watcher.keys) index.watching.set(key, (index.watching.get(key) ?? 0) + 1);
+    return {
+      candidates: (max, exclude, caps) => {
+        this.look(watcher);
+        return this.candidates(appId, environment, workflows, tasks, max, exclude, caps);
+      },
+      park: (timeoutMs, signal) => this.park(watcher, timeoutMs, signal),
+      leave: (exclude) => this.leave(watcher, exclude),
+    };
+  }
+
+  private look(watcher: Watcher): void {
+    if (watcher.state === 'pending') this.unpend(watcher);
+    if (watcher.state !== 'gone') watcher.state = 'running';
+    watcher.lookedAt = this.arrivals;
+  }
+
+  private park(watcher: Watcher, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const index = watcher.scope;
+    // Work arrived since its look that no poll was woken for: look again rather than park.
+    if (watcher.state !== 'running' || signal?.aborted || watcher.keys.some((key) => (index.missed.get(key) ?? -1) > watcher.lookedAt)) return Promise.resolve();
     return new Promise((resolve) => {
-      const waiter: Waiter = {
-        workflows: decisionKeysFor(workflows),
-        tasks: new Set(tasks),
-        wake: () => {
-          clearTimeout(timer);
-          index.waiters.delete(waiter);
-          signal?.removeEventListener('abort', waiter.wake);
-          resolve();
-        },
+      const release = (state: 'running' | 'pending') => {
+        if (watcher.state !== 'parked') return;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        watcher.release = undefined;
+        index.parkedCount--;
+        for (const key of watcher.keys) {
+          const parked = index.parked.get(key)!;
+          parked.delete(watcher);
+          if (parked.size === 0) index.parked.delete(key);
+          if (state === 'pending') index.pending.set(key, (index.pending.get(key) ?? 0) + 1);
+        }
+        watcher.state = state;
+        resolve();
       };
-      const timer = setTimeout(waiter.wake, timeoutMs);
-      signal?.addEventListener('abort', waiter.wake, { once: true });
-      index.waiters.add(waiter);
+      const onAbort = () => release('running');
+      const timer = setTimeout(onAbort, timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      watcher.state = 'parked';
+      watcher.release = release;
+      index.parkedCount++;
+      for (const key of watcher.keys) {
+        let parked = index.parked.get(key);
+        if (!parked) index.parked.set(key, (parked = new Set()));
+        parked.add(watcher);
+      }
     });
+  }
+
+  private unpend(watcher: Watcher): void {
+    const index = watcher.scope;
+    for (const key of watcher.keys) {
+      const n = (index.pending.get(key) ?? 1) - 1;
+      if (n > 0) index.pending.set(key, n);
+      else index.pending.delete(key);
+    }
+  }
+
+  private leave(watcher: Watcher, exclude: Set<string>): void {
+    if (watcher.state === 'gone') return;
+    watcher.release?.('running');
+    if (watcher.state === 'pending') this.unpend(watcher);
+    watcher.state = 'gone';
+    const index = watcher.scope;
+    for (const key of watcher.keys) {
+      const n = (index.watching.get(key) ?? 1) - 1;
+      if (n > 0) {
+        index.watching.set(key, n);
+      } else {
+        index.watching.delete(key);
+        index.missed.delete(key);
+      }
+    }
+    // What it was woken for and did not take (its limits, its answer's room, its end) goes to
+    // other parked polls: as many as there are such entries, less the polls already woken.
+    for (const key of watcher.keys) {
+      const parked = index.parked.get(key);
+      if (!parked) continue;
+      const [kind, name] = key.split('\u0000') as ['decisions' | 'tasks', string];
+      const refs = index[kind].get(name);
+      if (!refs) continue;
+      let wanted = -(index.pending.get(key) ?? 0);
+      for (const ref of refs) {
+        const ixKey = kind === 'decisions' ? decisionKey(ref) : ref;
+        if (exclude.has(ixKey) || this.taken.has(ixKey)) continue;
+        if (++wanted >= parked.size) break;
+      }
+      for (; wanted > 0 && parked.size > 0; wanted--) this.wakeOne(parked);
+    }
+  }
+
+  /** An entry of `key` became claimable: one parked poll serving it is woken, unless one woken already has yet to look. */
+  private arrived(index: ScopeIndex, key: WatchKey): void {
+    if (!index.watching.has(key)) return;
+    const seq = ++this.arrivals;
+    const parked = index.parked.get(key);
+    if (parked) this.wakeOne(parked);
+    else if (!index.pending.has(key)) index.missed.set(key, seq);
+  }
+
+  private wakeOne(parked: Set<Watcher>): void {
+    const first: Watcher = parked.values().next().value!;
+    this.pollCounts.waiterVisits++;
+    this.pollCounts.wakeups++;
+    first.release!('pending');
   }
 
   /**
@@ -395,7 +555,7 @@ export class EngineState {
     const now = this.clock.now();
     let parkedPolls = 0;
     for (const [scope, index] of this.scopes) {
-      parkedPolls += index.waiters.size;
+      parkedPolls += index.parkedCount;
       const [appId, environment] = scope.split('\u0000');
       for (const kind of ['decisions', 'tasks'] as const) {
         for (const [key, refs] of index[kind]) {
@@ -415,25 +575,15 @@ export class EngineState {
     return { queues: [...queues.values()], parkedPolls };
   }
 
-  private wakeWaiters(index: ScopeIndex, entry: NonNullable<Indexed['entry']>): void {
-    for (const waiter of index.waiters) {
-      this.pollCounts.waiterVisits++;
-      if ((entry.kind === 'decisions' ? waiter.workflows : waiter.tasks).has(entry.name)) {
-        this.pollCounts.wakeups++;
-        waiter.wake();
-      }
-    }
-  }
-
   private scope(key: string): ScopeIndex {
     let index = this.scopes.get(key);
-    if (!index) this.scopes.set(key, (index = { decisions: new Map(), tasks: new Map(), waiters: new Set() }));
+    if (!index) this.scopes.set(key, (index = { decisions: new Map(), tasks: new Map(), parked: new Map(), parkedCount: 0, pending: new Map(), watching: new Map(), missed: new Map() }));
     return index;
   }
 }
 
-function* taskCandidates(refs: Set<string>, exclude: Set<string>): Iterator<Candidate> {
-  for (const ref of refs) if (!exclude.has(ref)) yield { ref, kind: 'task' };
+function* taskCandidates(refs: Set<string>, exclude: Set<string>, taken: Set<string>): Iterator<Candidate> {
+  for (const ref of refs) if (!exclude.has(ref) && !taken.has(ref)) yield { ref, kind: 'task' };
 }
 
 @Projection([...WORKFLOW_EVENT_TYPES, ...TASK_EVENT_TYPES, ...ATTEMPT_EVENT_TYPES])

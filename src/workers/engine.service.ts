@@ -13,7 +13,7 @@ import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt, iso } from 
 import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
-import { Candidate, EngineState, type KindCaps } from './engine-state.js';
+import { Candidate, EngineState, type KindCaps, type PollWatch } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
 import { parseJson, rejection, reportedCommands } from './worker-input-limits.js';
 import { currentAnswerBudget } from '../graphql/answer-budget.js';
@@ -104,39 +104,46 @@ export class EngineService {
     const taskNames = caps.task === 0 ? [] : input.tasks.map((t) => t.name);
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const budget = this.answerBudget();
-    for (let parked = false; ; parked = true) {
-      // A token revoked while its poll was parked claims nothing more (it could not poll again);
-      // the first round needs no look: the request was authenticated just now.
-      if (signal?.aborted || (parked && !this.tokens.isActive(input.tokenId))) return [];
-      if (parked) this.engine.pollCounts.rounds++;
-      else this.engine.pollCounts.firstRounds++;
-      const candidates = this.engine.candidates(input.appId, input.environment, workflows, taskNames, max, this.claiming, caps);
-      const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
-      if (items.length > 0) return items;
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return [];
-      // Candidates that could not be claimed were taken elsewhere (another instance, whose event
-      // this one has not projected yet): give the log a moment instead of spinning on them.
-      const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);
-      const offered = await this.park(input, workflows, taskNames, policies, budget, wait, signal);
-      const item = offered && (await offered);
-      if (item) {
-        // Whatever else became claimable meanwhile goes in the same answer.
-        const rest = { decision: (caps.decision ?? max) - (item.kind === WorkKind.DECISION ? 1 : 0), task: (caps.task ?? max) - (item.kind === WorkKind.TASK ? 1 : 0) };
-        // Not for a worker that went away meanwhile: the offered claim is all it loses.
-        const more = max > 1 && !signal?.aborted ? this.engine.candidates(input.appId, input.environment, workflows, taskNames, max - 1, this.claiming, rest) : [];
-        const others = (await Promise.all(more.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
-        return [item, ...others];
+    // Registered with the index for the whole poll: new work wakes one parked poll, and what this
+    // one leaves (its limits, its end) goes to another (EngineState.watch).
+    const watch = this.engine.watch(input.appId, input.environment, workflows, taskNames);
+    try {
+      for (let parked = false; ; parked = true) {
+        // A token revoked while its poll was parked claims nothing more (it could not poll again);
+        // the first round needs no look: the request was authenticated just now.
+        if (signal?.aborted || (parked && !this.tokens.isActive(input.tokenId))) return [];
+        if (parked) this.engine.pollCounts.rounds++;
+        else this.engine.pollCounts.firstRounds++;
+        const candidates = watch.candidates(max, this.claiming, caps);
+        const items = (await Promise.all(candidates.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
+        if (items.length > 0) return items;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) return [];
+        // Candidates that could not be claimed were taken elsewhere (another instance, whose event
+        // this one has not projected yet): give the log a moment instead of spinning on them.
+        const wait = candidates.length === 0 ? remaining : Math.min(remaining, 20);
+        const offered = await this.park(input, watch, workflows, policies, budget, wait, signal);
+        const item = offered && (await offered);
+        if (item) {
+          // Whatever else became claimable meanwhile goes in the same answer.
+          const rest = { decision: (caps.decision ?? max) - (item.kind === WorkKind.DECISION ? 1 : 0), task: (caps.task ?? max) - (item.kind === WorkKind.TASK ? 1 : 0) };
+          // Not for a worker that went away meanwhile: the offered claim is all it loses.
+          const more = max > 1 && !signal?.aborted ? watch.candidates(max - 1, this.claiming, rest) : [];
+          const others = (await Promise.all(more.map((c) => this.claim(input, c, policies, {}, budget)))).filter((i): i is WorkItem => i !== null);
+          return [item, ...others];
+        }
       }
+    } finally {
+      watch.leave(this.claiming);
     }
   }
 
   /**
-   * Waits for work like `EngineState.waitForWork`, parked where a dispatch on this instance can
+   * Waits for work (`PollWatch.park`), parked where a dispatch on this instance can
    * hand it the new workflow's first decision directly (`offerDecision`). Resolves with that
    * claim when one was handed over.
    */
-  private async park(input: FromWorker<PollWorkInput>, workflows: string[], tasks: string[], policies: Policies, budget: AnswerBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
+  private async park(input: FromWorker<PollWorkInput>, watch: PollWatch, workflows: string[], policies: Policies, budget: AnswerBudget, waitMs: number, signal?: AbortSignal): Promise<Promise<WorkItem | null> | undefined> {
     const scope = `${input.appId}\u0000${input.environment}`;
     const handoff = new AbortController();
     const poll: ParkedPoll = { input, policies, budget, names: new Set(workflows.map(baseName)), signal, wake: () => handoff.abort() };
@@ -147,7 +154,7 @@ export class EngineService {
     const forward = () => handoff.abort();
     signal?.addEventListener('abort', forward, { once: true });
     try {
-      await this.engine.waitForWork(input.appId, input.environment, workflows, tasks, waitMs, handoff.signal);
+      await watch.park(waitMs, handoff.signal);
     } finally {
       signal?.removeEventListener('abort', forward);
       polls.delete(poll);
@@ -188,7 +195,9 @@ export class EngineService {
   ): Promise<WorkItem | null> {
     this.claiming.add(candidate.ref);
     try {
-      return candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref, options, budget) : await this.claimTask(input, candidate.ref, policies, options, budget);
+      const item = candidate.kind === 'decision' ? await this.claimDecision(input, candidate.ref, options, budget) : await this.claimTask(input, candidate.ref, policies, options, budget);
+      if (item) this.engine.claimed(candidate.ref);
+      return item;
     } catch (error) {
       if (error instanceof ConflictError || error instanceof NotFoundError) return null;
       throw error;
