@@ -46,7 +46,8 @@ export interface TaskOptions {
   /** Retry policy; see {@link RetryPolicy} (default: 3 attempts, 1 s then doubling, at most 60 s). */
   retry?: RetryPolicy;
   /**
-   * Start-to-close timeout of one attempt: past it the attempt is aborted and counts as failed.
+   * Start-to-close timeout of one attempt: past it the attempt is aborted and counts as failed. At
+   * least 1 ms (leave it out for none): a `Worker` given less throws when it is made.
    * @default none
    */
   timeout?: Duration;

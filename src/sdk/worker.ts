@@ -25,7 +25,10 @@ import {
 } from '../protocol/index.js';
 import { cutText, errorText, toError } from './thrown.js';
 import { after } from './timers.js';
-import { WorkflowBlockedError, WorkflowReplay } from './workflow-context.js';
+import { PRINTABLE_NAME, WorkflowBlockedError, WorkflowReplay } from './workflow-context.js';
+
+/** The longest task or workflow name the service takes (its MAX_NAME_LENGTH). */
+const MAX_NAME_LENGTH = 256;
 
 /**
  * What a {@link Worker} serves and how: the service to poll, the app and environment it works for,
@@ -271,7 +274,9 @@ export class Worker {
    * @throws TypeError when `url` is not an `http://` or `https://` URL, `concurrency` or `decisionConcurrency` is not a whole number of at least 1,
    *   `heartbeatIntervalMs` is not a whole number of at least 1 (ms), `shutdownGraceMs`, `pollWaitMs` or `maxCachedWorkflows`
    *   is not a whole number of at least 0, `pollWaitMs` is past 60,000, any other of them is past 2^31 - 1,
-   *   or a task's timeout or retry delay is longer than the protocol carries (2^31 - 1 ms, about 24.8 days).
+   *   a task's timeout or retry delay is longer than the protocol carries (2^31 - 1 ms, about 24.8 days), a task's timeout
+   *   is under 1 ms (as sent, rounded), a task or workflow name is not 1 to 256 characters without control characters,
+   *   `workerId` is not 1 to 128 such characters, or there are more than 1,000 tasks or workflows (what the service takes in a poll).
    */
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -298,9 +303,24 @@ export class Worker {
         throw new TypeError(`${option} must be a whole number from ${least} to ${most}, not ${String(value)}`);
       }
     }
+    // What every poll declares, as the service checks it (PollWorkInput): a name or id it refuses
+    // had every poll of this worker refused (BAD_USER_INPUT), for ever, serving nothing.
+    const named = (what: string, value: unknown, most: number) => {
+      if (typeof value !== 'string' || value.length === 0 || value.length > most || !PRINTABLE_NAME.test(value)) {
+        throw new TypeError(`${what} must be a string of 1 to ${most} characters without control characters or unpaired surrogates, not ${JSON.stringify(String(value).slice(0, 80))}`);
+      }
+    };
+    named('workerId', this.workerId, 128);
+    for (const name of this.workflows.keys()) named('a workflow name', name, MAX_NAME_LENGTH);
+    for (const name of this.tasks.keys()) named('a task name', name, MAX_NAME_LENGTH);
+    for (const [kind, count] of [['tasks', this.tasks.size], ['workflows', this.workflows.size]] as const) {
+      if (count > 1000) throw new TypeError(`a worker serves at most 1000 ${kind} (what a poll may declare), not ${count}`);
+    }
     // The service takes a task's timeout and retry delays as 32-bit integers of milliseconds: one
     // past that made every poll of this worker fail, for good, with nothing pointing at the task.
     for (const task of this.registration.tasks) {
+      // At least 1 ms, as sent (rounded): a timeout of 0 is not "none" (leave it out for none).
+      if (task.timeoutMs != null && task.timeoutMs < 1) throw new TypeError(`task ${task.name}: timeout must be at least 1 ms (leave it out for none), not ${String(task.timeoutMs)} ms as sent`);
       const values: Array<[string, number | null | undefined]> = [
         ['timeout', task.timeoutMs],
         ['retry.initialDelay', task.retry?.initialDelayMs],

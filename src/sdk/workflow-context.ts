@@ -864,8 +864,8 @@ function stepRetryDelay(policy: RetryPolicyMs, attempt: number, error: Error): n
 
 /** The longest step name the service records (its MAX_NAME_LENGTH). */
 const MAX_STEP_NAME_LENGTH = 256;
-/** A name the service takes: no control characters, no unpaired surrogates (as its PRINTABLE). */
-const PRINTABLE_NAME = /^(?:[^\u0000-\u001f\u007f-\u009f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
+/** A name the service takes: no control characters, no unpaired surrogates (as its PRINTABLE). @internal */
+export const PRINTABLE_NAME = /^(?:[^\u0000-\u001f\u007f-\u009f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
 
 /** Most events received and never taken that a continue-as-new carries into the new run. */
 export const MAX_CARRIED_EVENTS = 1000;
