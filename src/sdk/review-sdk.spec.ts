@@ -61,12 +61,17 @@ describe('ctx calls inside a step function', () => {
       await ctx.sleep('1s');
       return 'done';
     });
-    const live = (await decide(new WorkflowReplay(wf, WF, []), start('DispatchInStep'))) as Array<{ type: string }>;
+    const live = (await decide(new WorkflowReplay(wf, WF, []), start('DispatchInStep'))) as Array<{ type: string; seq: number; name?: string; result?: unknown; error?: unknown }>;
+    // As the service records the decision: each step's outcome in an event of its own.
+    const step = live.find((c) => c.type === 'RecordStep')!;
     const history: HistoryEvent[] = [
       ...start('DispatchInStep'),
-      { revision: 2, type: 'DecisionCompleted', data: { commands: live } },
-      { revision: 3, type: 'TimerFired', data: { seq: live.find((c) => c.type === 'StartTimer')!['seq' as never] } },
-      { revision: 4, type: 'DecisionStarted', data: { startedAt: new Date(T0 + 1000).toISOString() } },
+      { revision: 2, type: 'DecisionCompleted', data: { commands: live.map((c) => (c.type === 'RecordStep' ? { type: c.type, seq: c.seq, name: c.name } : c)) } },
+      step.error !== undefined
+        ? { revision: 3, type: 'StepFailed', data: { seq: step.seq, name: step.name, error: step.error } }
+        : { revision: 3, type: 'StepCompleted', data: { seq: step.seq, name: step.name, result: step.result } },
+      { revision: 4, type: 'TimerFired', data: { seq: live.find((c) => c.type === 'StartTimer')!.seq } },
+      { revision: 5, type: 'DecisionStarted', data: { startedAt: new Date(T0 + 1000).toISOString() } },
     ];
     // Another worker (or this one after a restart) replays the run from its history.
     await expect(new WorkflowReplay(wf, WF, [], history).execute()).resolves.toEqual([{ type: 'CompleteWorkflow', result: 'done' }]);
