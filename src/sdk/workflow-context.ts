@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { type DecisionCommand, type HistoryEvent, type Json, MAX_ERROR_MESSAGE_LENGTH, type Selector, type TaskErrorShape, callId } from '../protocol/decision-commands.js';
 import { type RetryPolicyMs, backoffDelay } from '../protocol/retry-policy.js';
@@ -92,7 +93,10 @@ export interface WorkflowContext {
    * `null`). Steps that run at once (`Promise.all`) run in parallel, and each is handed back in the
    * order it was called. Use `run` for work that should survive the worker or be shared by others.
    * `name` is 1 to 256 characters without control characters (what the service records): another
-   * throws a `TypeError` from the call, before `fn` runs.
+   * throws a `TypeError` from the call, before `fn` runs. `fn` must not call `ctx` methods that
+   * record or draw (`run`, `step`, `sleep`, `dispatch`, `random`, ...; `now()` and `log` are fine):
+   * it is not run on replay, and the decision waits on it; such a call throws a `TypeError`, which
+   * fails the attempt.
    * @example
    * const rate = await ctx.step('fetch rate', ({ signal }) => fetchRate('EUR', { signal }), { retry: { maxAttempts: 5, initialDelay: '200ms' }, timeout: '2s' });
    */
@@ -134,7 +138,8 @@ export interface WorkflowContext {
   /**
    * Answers `name` for readers outside the workflow (the `queries` field of a
    * `Workflow` in GraphQL, `client.queryWorkflow`): the handler runs on the workflow's replayed state at the end of each
-   * decision and its JSON answer is recorded with the decision. It must not call `ctx` methods.
+   * decision and its JSON answer is recorded with the decision. It must not call `ctx` methods that
+   * record or draw (`run`, `random`, `uuid`, ...; `now()` is fine): such a call throws a `TypeError`.
    * One that throws, or answers what JSON cannot hold, answers `{ error: message }` (the decision
    * and the other queries' answers are unaffected).
    * @example
@@ -241,6 +246,8 @@ export class WorkflowReplay {
    */
   private runSalt = '';
   private replaying = true;
+  /** The query handler running now (`answerQueries`), if any: ctx calls from it are refused. */
+  private answering: string | undefined;
   private started = false;
   private finished = false;
   private next = 0;
@@ -308,7 +315,13 @@ export class WorkflowReplay {
     for (const [name, handler] of this.queries) {
       let answer: string;
       try {
-        const value = handler();
+        this.answering = name;
+        let value: unknown;
+        try {
+          value = handler();
+        } finally {
+          this.answering = undefined;
+        }
         try {
           answer = JSON.stringify(value ?? null) ?? 'null';
         } catch (error) {
@@ -680,22 +693,46 @@ export class WorkflowReplay {
       return { args, tag: null };
     };
     const nameOf = (target: { name: string } | string) => (typeof target === 'string' ? target : target.name);
+    // A step's function runs once, live, and not on replay; a query handler runs after a worker's
+    // decisions, not on replay: what a ctx call there records or draws would differ between a run
+    // held by its worker and one replayed (NON_DETERMINISTIC, or other random values), and what it
+    // waits on (a task, a timer, another step) only a later decision can settle, while the decision
+    // waits on the step: it never ended. Refused, saying where.
+    const recordable = (method: string) => {
+      const step = insideStep.getStore();
+      if (step !== undefined) {
+        throw new TypeError(
+          `ctx.${method} cannot be called inside the function of ctx.step(${JSON.stringify(step)}): a step's function runs once and is not run again on replay, ` +
+            `and the decision waits on it; call ctx.${method} from the workflow code, before or after the step`,
+        );
+      }
+      if (self.answering !== undefined) {
+        throw new TypeError(
+          `ctx.${method} cannot be called in the query handler ${JSON.stringify(self.answering)}: query handlers run after a worker's decisions, not on replay; ` +
+            'answer from state the workflow code keeps',
+        );
+      }
+    };
     const log = (level: 'info' | 'warn' | 'error') => (...args: unknown[]) => {
       if (!self.replaying) console[level](`[${self.workflow.name} ${self.workflowId}]`, ...args);
     };
-    const control = (selector: Selector, action: 'send' | 'pause' | 'resume' | 'terminate', event?: { name: string; data: unknown[] }) =>
+    const control = (selector: Selector, action: 'send' | 'pause' | 'resume' | 'terminate', event?: { name: string; data: unknown[] }) => {
+      recordable(`select(...).${action}`);
       self.command({ type: 'ControlWorkflows', seq: self.seq++, selector, action, ...(event ? { event: { name: event.name, data: event.data as Json[] } } : {}) });
+    };
     const ctx: WorkflowContext = {
       workflowId: this.workflowId,
       get isReplaying() {
         return self.replaying;
       },
       run(task, ...args) {
+        recordable('run');
         const seq = self.seq++;
         self.command({ type: 'ScheduleTask', seq, name: nameOf(task), args: args as Json[] });
         return self.await(seq);
       },
       step(name, fn, options = {}) {
+        recordable('step');
         if (self.finished) return new Promise(() => {});
         // A name the service refuses had the step run, its decision refused and made again, running it again each time.
         if (typeof name !== 'string' || name.length === 0 || name.length > MAX_STEP_NAME_LENGTH || !PRINTABLE_NAME.test(name)) {
@@ -709,6 +746,7 @@ export class WorkflowReplay {
         return handledLater(new Promise((resolve, reject) => self.steps.push({ seq, fn, retry: options.retry, timeoutMs, command, resolve, reject })));
       },
       dispatch(target, ...args) {
+        recordable('dispatch');
         const seq = self.seq++;
         if (typeof target !== 'string' && target.kind === 'workflow') {
           const child = childArgs(args);
@@ -719,16 +757,19 @@ export class WorkflowReplay {
         return callId(self.workflowId, seq);
       },
       workflow(workflow, ...args) {
+        recordable('workflow');
         const seq = self.seq++;
         const child = childArgs(args);
         self.command({ type: 'StartChildWorkflow', seq, name: nameOf(workflow), args: child.args as Json[], tag: child.tag, wait: true });
         return self.await(seq);
       },
       sleep(duration) {
+        recordable('sleep');
         // Through the context itself, not `this`: taken off ctx (`const { sleep } = ctx`), as every other method works.
         return ctx.sleepUntil(self.time + toMs(duration));
       },
       sleepUntil(date) {
+        recordable('sleepUntil');
         const seq = self.seq++;
         const at = isMoment(date) ? resolveMoment(date, self.time) : new Date(date).getTime();
         if (Number.isNaN(at)) throw new RangeError(`invalid date: ${String(date)}`);
@@ -736,6 +777,7 @@ export class WorkflowReplay {
         return new Promise<void>((resolve) => self.timers.set(seq, resolve));
       },
       waitForEvent(name, options = {}) {
+        recordable('waitForEvent');
         const seq = self.seq++;
         // A run that ended (continued as new) takes nothing: its untaken events go to the new run.
         if (self.finished) return new Promise<never>(() => {});
@@ -767,6 +809,7 @@ export class WorkflowReplay {
         });
       },
       onEvent(name, handler) {
+        recordable('onEvent');
         if (self.finished) return; // as waitForEvent: what the ended run received goes to the new run
         self.handlers.set(name, [...(self.handlers.get(name) ?? []), handler]);
         const earlier = self.unclaimed.filter((e) => name === '*' || e.name === name);
@@ -778,6 +821,7 @@ export class WorkflowReplay {
       },
       schedule(cron, options = {}) {
         const create = (kind: 'workflow' | 'task', target: { name: string } | string, args: unknown[]) => {
+          recordable(`schedule(...).${kind}`);
           const seq = self.seq++;
           self.command({ type: 'CreateSchedule', seq, kind, name: nameOf(target), args: args as Json[], cron, timezone: options.timezone ?? null, tag: options.tag ?? null });
           return callId(self.workflowId, seq);
@@ -796,8 +840,12 @@ export class WorkflowReplay {
         };
       },
       now: () => new Date(self.time),
-      random: () => self.rng(),
+      random: () => {
+        recordable('random');
+        return self.rng();
+      },
       uuid() {
+        recordable('uuid');
         const bytes = createHash('sha256').update(`uuid:${self.workflowId}${self.runSalt}:${self.uuids++}`).digest().subarray(0, 16);
         bytes[6] = (bytes[6] & 0x0f) | 0x40;
         bytes[8] = (bytes[8] & 0x3f) | 0x80;
@@ -805,6 +853,7 @@ export class WorkflowReplay {
         return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
       },
       continueAsNew(...args) {
+        recordable('continueAsNew');
         // The events it carries are filled in when the decision's commands are handed over (`withCarriedEvents`).
         self.finish({ type: 'ContinueAsNew', seq: self.seq++, args: args as Json[], at: new Date(self.time).toISOString() });
         return new Promise<never>(() => {});
@@ -836,10 +885,13 @@ export class WorkflowBlockedError extends Error {
 
 const OUTCOMES = new Set(['TaskCompleted', 'TaskFailed', 'ChildWorkflowCompleted', 'ChildWorkflowFailed', 'TimerFired', 'WorkflowEventReceived']);
 
+/** The name of the step whose function runs in this async context (ctx calls there are refused). */
+const insideStep = new AsyncLocalStorage<string>();
+
 /** One attempt of a step: its function, raced against its timeout when it has one. */
 async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
   const abort = new AbortController();
-  if (call.timeoutMs === undefined) return call.fn({ attempt, signal: abort.signal });
+  if (call.timeoutMs === undefined) return insideStep.run(call.command.name, () => call.fn({ attempt, signal: abort.signal }));
   const ms = call.timeoutMs;
   let cancel: (() => void) | undefined;
   const timedOut = new Promise<never>((_, reject) => {
@@ -850,7 +902,7 @@ async function runAttempt(call: StepCall, attempt: number): Promise<unknown> {
     });
   });
   try {
-    return await Promise.race([(async () => call.fn({ attempt, signal: abort.signal }))(), timedOut]);
+    return await Promise.race([insideStep.run(call.command.name, async () => call.fn({ attempt, signal: abort.signal })), timedOut]);
   } finally {
     cancel?.();
   }
