@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
 import { POLL_WORK } from '../../src/protocol/index.js';
 import { type Service, startService } from '../support/service.js';
+import { killAllWorkers, startWorker } from '../support/worker.js';
+import { waitFor } from '../support/wait-for.js';
 
 const noop = defineWorkflow('Noop', async () => 1);
 const ok = defineTask('ok', () => 1);
@@ -38,7 +40,10 @@ beforeAll(async () => {
   service = await startService();
 }, 60_000);
 
-afterAll(() => service?.stop());
+afterAll(async () => {
+  await killAllWorkers();
+  await service?.stop();
+});
 
 describe('a worker registration the service refuses', () => {
   it.each(refused)('with %s, every poll is refused by the service (BAD_USER_INPUT)', async (_what, given) => {
@@ -69,4 +74,43 @@ describe('a worker registration the service refuses', () => {
     expect(make).toThrow(TypeError);
     expect(make).toThrow(names);
   });
+});
+
+describe('a worker process told to stop (SIGTERM) with tasks in flight', () => {
+  const history = async (id: string) => new Client({ url: service.url, token: service.token }).workflowHistory('demo', 'review-sdk-stop', id);
+  const dispatch = (ms: number) =>
+    new Client({ url: service.url, token: service.token }).dispatchWorkflow({ appId: 'demo', environment: 'review-sdk-stop', name: 'Parallel', input: [4, ms] });
+
+  it('lets them finish within its grace and reports every result before it exits', async () => {
+    const first = await startWorker({ url: service.url, token: service.token, environment: 'review-sdk-stop' });
+    const id = await dispatch(1500);
+    await waitFor(async () => (await history(id)).filter((e) => e.type === 'TaskStarted').length === 4, { timeoutMs: 20_000, description: 'four naps started' });
+    await first.stop();
+    expect(first.process.exitCode).toBe(0);
+    const events = await history(id);
+    expect(events.filter((e) => e.type === 'TaskCompleted')).toHaveLength(4);
+    expect(events.filter((e) => e.type === 'TaskStarted')).toHaveLength(4);
+    // What is left (the decision after the results) is made by another worker.
+    const second = await startWorker({ url: service.url, token: service.token, environment: 'review-sdk-stop' });
+    const ended = await new Client({ url: service.url, token: service.token }).workflowResult('demo', 'review-sdk-stop', id, { timeoutMs: 20_000 });
+    expect(ended).toEqual(['p0', 'p1', 'p2', 'p3']);
+    await second.stop();
+  }, 60_000);
+
+  it('gives back what its grace did not cover: another worker runs them at once, not after their leases lapse', async () => {
+    const first = await startWorker({ url: service.url, token: service.token, environment: 'review-sdk-stop', env: { BATON_SHUTDOWN_GRACE_MS: '200' } });
+    const id = await dispatch(60_000);
+    await waitFor(async () => (await history(id)).filter((e) => e.type === 'TaskStarted').length === 4, { timeoutMs: 20_000, description: 'four naps started' });
+    await first.stop();
+    expect(first.process.exitCode).toBe(0);
+    const stoppedAt = Date.now();
+    const second = await startWorker({ url: service.url, token: service.token, environment: 'review-sdk-stop' });
+    // The service's lease is 30 s: started again well before it, each attempt was given back.
+    await waitFor(async () => (await history(id)).filter((e) => e.type === 'TaskStarted' && (e.data as { workerId?: string }).workerId === second.workerId).length === 4, {
+      timeoutMs: 15_000,
+      description: 'the four naps started again by the second worker',
+    });
+    expect(Date.now() - stoppedAt).toBeLessThan(15_000);
+    await second.kill();
+  }, 60_000);
 });
