@@ -114,3 +114,24 @@ describe('a worker process told to stop (SIGTERM) with tasks in flight', () => {
     await second.kill();
   }, 60_000);
 });
+
+/**
+ * `ClientOptions.timeoutMs` went to `AbortSignal.timeout` unchecked (the Worker checks its own
+ * timings for this very reason): 0 (no timeout, in many HTTP clients) or 2^31 ms and more is a
+ * timer of 1 ms in Node, so every request was aborted at once with a TimeoutError, which
+ * `awaitWorkflow` / `result()` take as a passing failure and retried for 5 minutes before failing;
+ * NaN or a string threw from every request. And `awaitWorkflow` adds its long poll's wait (up to
+ * 20 s) to the deadline: a timeoutMs of 2^31 - 1, which plain requests take, overflowed there.
+ */
+describe('ClientOptions.timeoutMs', () => {
+  it.each([[0], [Number.NaN], [-1], [2 ** 31], [Number.POSITIVE_INFINITY], [1.5]])('%p: new Client throws a TypeError naming timeoutMs', (timeoutMs) => {
+    const make = () => new Client({ url: service.url, token: service.token, timeoutMs });
+    expect(make).toThrow(TypeError);
+    expect(make).toThrow('timeoutMs');
+  });
+
+  it('2^31 - 1 (the longest a Node timer waits): awaitWorkflow long-polls and answers, instead of aborting every request at once', async () => {
+    const client = new Client({ url: service.url, token: service.token, timeoutMs: 2 ** 31 - 1 });
+    await expect(client.awaitWorkflow('demo', 'review-sdk-client', '01900000-0000-7000-8000-000000000000', { timeoutMs: 300 })).resolves.toBeNull();
+  });
+});
