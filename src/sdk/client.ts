@@ -62,7 +62,8 @@ export interface ClientOptions {
   /** API token (`baton tokens create`). */
   token: string;
   /**
-   * Deadline of one request, in milliseconds (long polls add their own wait to it).
+   * Deadline of one request, in milliseconds (long polls add their own wait to it): a whole number
+   * from 1 to 2^31 - 1 (about 24.8 days, the longest a Node timer waits; there is no "none").
    * @default 30000
    */
   timeoutMs?: number;
@@ -168,6 +169,8 @@ const SELECTOR_RESULT = '{ status matched changed workflowIds }';
 const HISTORY_PAGE = 1000;
 const WORKFLOW_FIELDS = '{ id name version tag state input output error queries createdAt updatedAt }';
 const FINAL = new Set(['COMPLETED', 'FAILED', 'TERMINATED']);
+/** The longest a Node timer waits (2^31 - 1 ms); past it, it fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** How long `awaitWorkflow` goes on retrying requests that fail in a row, in milliseconds. */
 const AWAIT_RETRY_MS = 5 * 60_000;
 
@@ -197,7 +200,7 @@ export class Client {
    * Makes a client; nothing is sent until the first call. Requests go to `<url>/graphql` with the
    * token as a bearer token, over kept-alive connections (http or https, from the URL).
    * @param options - The service's URL, an API token and, optionally, the request deadline.
-   * @throws TypeError when `url` is not an `http://` or `https://` URL.
+   * @throws TypeError when `url` is not an `http://` or `https://` URL, or `timeoutMs` is not a whole number from 1 to 2^31 - 1.
    * @example
    * const baton = new Client({ url: 'http://localhost:3000', token: process.env.BATON_TOKEN!, timeoutMs: 10_000 });
    */
@@ -205,6 +208,11 @@ export class Client {
     this.url = options.url.replace(/\/+$/, '');
     this.token = options.token;
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    // 0 or 2^31 and more is a timer of 1 ms in Node (every request aborted at once, and retried by
+    // awaitWorkflow as a passing failure for minutes); NaN or a fraction threw from every request.
+    if (!Number.isInteger(this.timeoutMs) || this.timeoutMs < 1 || this.timeoutMs > MAX_TIMER_MS) {
+      throw new TypeError(`timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS}, not ${String(options.timeoutMs)}`);
+    }
     // `localhost:3000` is a URL too, of protocol `localhost:`: every request then failed, and a Worker retried for ever.
     let endpoint: URL | undefined;
     try {
@@ -234,7 +242,8 @@ export class Client {
    * );
    */
   async request<T>(query: string, variables: Record<string, unknown> = {}, options: { signal?: AbortSignal; extraTimeoutMs?: number; resendable?: boolean } = {}): Promise<T> {
-    const deadline = AbortSignal.timeout(this.timeoutMs + (options.extraTimeoutMs ?? 0));
+    // Within what a Node timer waits: past it, the timer fires at once (a long poll's wait added to a long timeoutMs).
+    const deadline = AbortSignal.timeout(Math.min(this.timeoutMs + Math.max(0, Math.round(options.extraTimeoutMs ?? 0)), MAX_TIMER_MS));
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
     // A mutation is sent once unless the caller says that sending it again is safe: a reset
     // connection does not prove that the service never read it (found in review: a dispatch whose
