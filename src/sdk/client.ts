@@ -233,7 +233,7 @@ export class Client {
    * with the abort reason once `timeoutMs` (plus `extraTimeoutMs`) has passed or `signal` aborts,
    * and with Node's error when the service cannot be reached (e.g. `ECONNREFUSED`). The way to
    * every operation this client has no method for. A request that fails on a reused kept-alive
-   * connection is sent once more on a new one only when `resendable` (by default: not a mutation),
+   * connection is sent once more on a new one only when `resendable` (by default: a document with no `mutation` in it),
    * since the service may have applied it before the connection was cut.
    * @example
    * const { workflows } = await baton.request<{ workflows: { nodes: Array<{ id: string }> } }>(
@@ -248,7 +248,9 @@ export class Client {
     // A mutation is sent once unless the caller says that sending it again is safe: a reset
     // connection does not prove that the service never read it (found in review: a dispatch whose
     // answer was cut off was sent again, and made a second workflow).
-    const resendable = options.resendable ?? !/^\s*mutation\b/.test(query);
+    // Any `mutation` word counts (after a comment, after fragments, anywhere): a query wrongly
+    // taken for a mutation only loses one resend, a mutation taken for a query was applied twice.
+    const resendable = options.resendable ?? !/\bmutation\b/.test(query);
     const response = await this.post(JSON.stringify({ query, variables }), signal, !resendable);
     const text = response.text;
     const seconds = response.retryAfter === undefined ? NaN : Number(response.retryAfter);
