@@ -135,3 +135,49 @@ describe('ClientOptions.timeoutMs', () => {
     await expect(client.awaitWorkflow('demo', 'review-sdk-client', '01900000-0000-7000-8000-000000000000', { timeoutMs: 300 })).resolves.toBeNull();
   });
 });
+
+/**
+ * A task's result waits, before it is reported, for the decision the worker makes right after it
+ * (`decideAfterTasks`, on by default), which may run inline steps. A shutdown whose grace ran out
+ * while such a step ran aborted the running attempts, waited 2 s and resolved, with the finished
+ * task's result still unreported: the process exits then (`baton worker` does), the result is lost,
+ * and the task runs again once its lease lapses (counted against its retries).
+ */
+describe('shutdown while the decision made after a finished task runs a slow step', () => {
+  it('reports the finished task before shutdown() resolves', async () => {
+    let stepStarted = false;
+    let release: () => void = () => undefined;
+    const quick = defineTask('reviewQuick', () => 'fetched');
+    const slowAfter = defineWorkflow('ReviewSlowAfterTask', async (ctx) => {
+      const data = await ctx.run(quick);
+      await ctx.step('process', () => {
+        stepStarted = true;
+        return new Promise<string>((resolve) => (release = () => resolve('processed')));
+      });
+      return data;
+    });
+    const client = new Client({ url: service.url, token: service.token });
+    const worker = new Worker({
+      url: service.url,
+      token: service.token,
+      appId: 'demo',
+      environment: 'review-sdk-after',
+      tasks: [quick],
+      workflows: [slowAfter],
+      shutdownGraceMs: 200,
+      heartbeatIntervalMs: 200,
+      logger: { info() {}, warn() {}, error() {} },
+    });
+    const running = worker.run();
+    const id = await client.dispatchWorkflow({ appId: 'demo', environment: 'review-sdk-after', name: 'ReviewSlowAfterTask' });
+    await waitFor(() => stepStarted, { timeoutMs: 20_000, description: 'the step after the task started' });
+    try {
+      await worker.shutdown();
+      await running;
+      const history = await client.workflowHistory('demo', 'review-sdk-after', id);
+      expect(history.filter((e) => e.type === 'TaskCompleted')).toHaveLength(1);
+    } finally {
+      release();
+    }
+  }, 60_000);
+});
