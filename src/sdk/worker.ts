@@ -221,6 +221,10 @@ export class Worker {
    */
   private readonly waiting: Record<WorkKind, WorkItem[]> = { DECISION: [], TASK: [] };
   private readonly stopping = new AbortController();
+  /** Whether shutdown's grace has run out: finished tasks are then reported without the decision being made after them. */
+  private graceOver = false;
+  /** Tasks whose report waits for the decision made after them: told when the grace runs out. */
+  private readonly graceWaiters = new Set<() => void>();
   /** Aborted once `run()` has ended: heartbeat requests still in flight are given up, not left open (holding the process) for their timeout. */
   private readonly ended = new AbortController();
   private readonly stopped = new Promise<void>((resolve) => this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
@@ -372,6 +376,8 @@ export class Worker {
       };
       const finished = await Promise.race([settled(), grace]);
       if (!finished) {
+        this.graceOver = true;
+        for (const stop of this.graceWaiters) stop();
         for (const [ref, running] of this.running) {
           this.releasing.add(ref);
           running.abort.abort(new Error('the worker is shutting down'));
@@ -702,8 +708,20 @@ export class Worker {
     } finally {
       cancelTimeout?.();
     }
-    // The attempt stays in `running` (heartbeated) while the decision after it is made.
-    if (report.result !== undefined) await this.decideAfter(item, report).catch((error: Error) => this.logger.warn(`[baton worker] next decision for ${item.workflowId} not made: ${error.message}`));
+    // The attempt stays in `running` (heartbeated) while the decision after it is made; once
+    // shutdown's grace is over, the result goes without it (that decision may be running a long
+    // step): a result held back past the shutdown was lost, and the task ran again.
+    if (report.result !== undefined) {
+      const deciding = this.decideAfter(item, report).catch((error: Error) => this.logger.warn(`[baton worker] next decision for ${item.workflowId} not made: ${error.message}`));
+      let stop: () => void = () => undefined;
+      const graceOver = new Promise<void>((resolve) => (stop = resolve));
+      this.graceWaiters.add(stop);
+      try {
+        await Promise.race([deciding, graceOver]);
+      } finally {
+        this.graceWaiters.delete(stop);
+      }
+    }
     this.running.delete(item.ref);
     this.stoppedForFailedWorkflow.delete(item.ref);
     this.taskReports.push(report);
@@ -726,6 +744,8 @@ export class Worker {
     // The decision's clock: this machine's, never before the last decision's (the service refuses that).
     const startedAt = Math.max(Date.now(), run.replay.decisionClock);
     const commands = await run.replay.decideAfterTask(ref.seq, JSON.parse(report.result!) as Json, startedAt);
+    // Too late: the result was reported without it (shutdown's grace ran out); the run is left to a replay.
+    if (this.graceOver) return;
     const next: WireNextDecision = { basisDecisionId: run.decisionId, version: run.version, startedAt: new Date(startedAt).toISOString(), commands: JSON.stringify(commands) };
     const queries = run.replay.answerQueries();
     if (queries !== null) next.queries = queries;
