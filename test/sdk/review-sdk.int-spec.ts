@@ -181,3 +181,44 @@ describe('shutdown while the decision made after a finished task runs a slow ste
     }
   }, 60_000);
 });
+
+/**
+ * `baton worker <module>` runs its own copy of the SDK (dist/src/sdk; the service's example worker
+ * too), while the module imports `@baton/sdk` as the README says (packages/sdk, or the tarball in
+ * the user's project): two copies of every class. The worker told a NonRetryableError, a
+ * RetryableError's delay and workflow code a TaskFailedError by `instanceof` of its own classes:
+ * a task throwing `@baton/sdk`'s NonRetryableError was retried by its policy, a RetryableError's
+ * `retryAfterMs` was ignored, and `e instanceof TaskFailedError` in the workflow was false.
+ */
+describe("a module run by baton worker, importing @baton/sdk's classes", () => {
+  it('stops retrying at its NonRetryableError, and its workflow code recognises TaskFailedError', async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { join, relative } = await import('node:path');
+    const { ROOT } = await import('../support/worker.js');
+    // Where `@baton/sdk` resolves from a module in the repository (node_modules/@baton/sdk links to packages/sdk).
+    const sdk = join(ROOT, 'packages/sdk/dist/sdk/index.js');
+    const dir = mkdtempSync(join(ROOT, 'dist', 'review-sdk-module-'));
+    const file = join(dir, 'module.mjs');
+    writeFileSync(
+      file,
+      `import { NonRetryableError, TaskFailedError, defineTask, defineWorkflow } from ${JSON.stringify(sdk)};
+export const refuses = defineTask('reviewRefuses', () => { throw new NonRetryableError('no such customer'); }, { retry: { maxAttempts: 3, initialDelay: '50ms' } });
+export const catches = defineWorkflow('ReviewCatches', async (ctx) => {
+  try { await ctx.run(refuses); return 'completed'; } catch (e) { return { taskFailedError: e instanceof TaskFailedError, name: e.errorName, message: e.message }; }
+});
+`,
+    );
+    const worker = await startWorker({ url: service.url, token: service.token, environment: 'review-sdk-module', module: relative(ROOT, file) });
+    try {
+      const client = new Client({ url: service.url, token: service.token });
+      const id = await client.dispatchWorkflow({ appId: 'demo', environment: 'review-sdk-module', name: 'ReviewCatches' });
+      const result = await client.workflowResult('demo', 'review-sdk-module', id, { timeoutMs: 30_000 });
+      const history = await client.workflowHistory('demo', 'review-sdk-module', id);
+      expect(history.filter((e) => e.type === 'TaskStarted')).toHaveLength(1);
+      expect(result).toEqual({ taskFailedError: true, name: 'NonRetryableError', message: 'no such customer' });
+    } finally {
+      await worker.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
