@@ -4,6 +4,28 @@
  */
 
 /**
+ * Marks `error` as an instance of the SDK class `brand` names, under a key shared by every copy of
+ * the SDK (`Symbol.for`): `baton worker` and the service's example worker run their own copy,
+ * while the module they load imports `@baton/sdk` (another copy, or the user's tarball), and an
+ * `instanceof` of one copy's class was false for the other's errors (a NonRetryableError retried,
+ * a TaskFailedError not recognised).
+ */
+function brand(error: Error, key: symbol): void {
+  Object.defineProperty(error, key, { value: true });
+}
+
+/** `instanceof` for a branded class: any error carrying its brand, from any copy of the SDK; a subclass checks as usual. */
+function branded(cls: abstract new (...args: never[]) => unknown, base: unknown, key: symbol, value: unknown): boolean {
+  if (cls !== base) return Function.prototype[Symbol.hasInstance].call(cls, value);
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[key] === true;
+}
+
+const NON_RETRYABLE = Symbol.for('baton.sdk.NonRetryableError');
+const RETRYABLE = Symbol.for('baton.sdk.RetryableError');
+const TASK_FAILED = Symbol.for('baton.sdk.TaskFailedError');
+const NON_DETERMINISM = Symbol.for('baton.sdk.NonDeterminismError');
+
+/**
  * Fails the task at once: no further attempts, whatever the retry policy says.
  * @example
  * if (!user) throw new NonRetryableError(`no user ${id}`);
@@ -18,6 +40,12 @@ export class NonRetryableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'NonRetryableError';
+    brand(this, NON_RETRYABLE);
+  }
+
+  /** True for a NonRetryableError from any copy of the SDK (a module's `@baton/sdk` and the worker's own). */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return branded(this, NonRetryableError, NON_RETRYABLE, value);
   }
 }
 
@@ -45,6 +73,12 @@ export class RetryableError extends Error {
     super(message, { cause: options?.cause });
     this.name = 'RetryableError';
     this.retryAfterMs = options?.retryAfterMs;
+    brand(this, RETRYABLE);
+  }
+
+  /** True for a RetryableError from any copy of the SDK (a module's `@baton/sdk` and the worker's own). */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return branded(this, RetryableError, RETRYABLE, value);
   }
 }
 
@@ -62,6 +96,12 @@ export class TaskFailedError extends Error {
   ) {
     super(message);
     this.name = 'TaskFailedError';
+    brand(this, TASK_FAILED);
+  }
+
+  /** True for a TaskFailedError from any copy of the SDK (the worker's own, handed to code importing `@baton/sdk`). */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return branded(this, TaskFailedError, TASK_FAILED, value);
   }
 }
 
@@ -85,5 +125,11 @@ export class NonDeterminismError extends Error {
   ) {
     super(message);
     this.name = 'NonDeterminismError';
+    brand(this, NON_DETERMINISM);
+  }
+
+  /** True for a NonDeterminismError from any copy of the SDK. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return branded(this, NonDeterminismError, NON_DETERMINISM, value);
   }
 }
