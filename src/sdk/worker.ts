@@ -182,6 +182,11 @@ function heldRunContinues(run: HeldRun, history: HistoryEvent[], historyFrom: nu
 type DecisionReport = WireDecisionReport;
 type TaskReport = WireTaskReport;
 
+/** A string's length as the service's MaxLength counts it (validator's isLength): a surrogate pair is one character, a variation selector none. */
+function serviceLength(value: string): number {
+  return value.length - (value.match(/[\ud800-\udbff][\udc00-\udfff]/g)?.length ?? 0) - (value.match(/[\ufe0e\ufe0f]/g)?.length ?? 0);
+}
+
 /**
  * Runs tasks and workflows for one app and environment: long-polls Baton for work, executes
  * it, reports outcomes in batches, and heartbeats running tasks.
@@ -280,10 +285,12 @@ export class Worker {
    *   is not a whole number of at least 0, `pollWaitMs` is past 60,000, any other of them is past 2^31 - 1,
    *   a task's timeout or retry delay is longer than the protocol carries (2^31 - 1 ms, about 24.8 days), a task's timeout
    *   is under 1 ms (as sent, rounded), a task or workflow name is not 1 to 256 characters without control characters,
-   *   `workerId` is not 1 to 128 such characters, or there are more than 1,000 tasks or workflows (what the service takes in a poll).
+   *   `workerId`, `appId` or `environment` is not 1 to 128 such characters, or there are more than 1,000 tasks or workflows
+   *   (what the service takes in a poll; lengths counted as the service counts them, a surrogate pair as one character).
    */
   constructor(private readonly options: WorkerOptions) {
-    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    // The default within the service's 128 characters whatever the host's name (a long FQDN).
+    this.workerId = options.workerId ?? `${hostname().slice(0, 100)}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.client = new Client({ url: options.url, token: options.token });
     this.tasks = new Map((options.tasks ?? []).map((t) => [t.name, t]));
     this.workflows = new Map((options.workflows ?? []).map((w) => [w.name, w]));
@@ -310,11 +317,13 @@ export class Worker {
     // What every poll declares, as the service checks it (PollWorkInput): a name or id it refuses
     // had every poll of this worker refused (BAD_USER_INPUT), for ever, serving nothing.
     const named = (what: string, value: unknown, most: number) => {
-      if (typeof value !== 'string' || value.length === 0 || value.length > most || !PRINTABLE_NAME.test(value)) {
+      if (typeof value !== 'string' || value.length === 0 || serviceLength(value) > most || !PRINTABLE_NAME.test(value)) {
         throw new TypeError(`${what} must be a string of 1 to ${most} characters without control characters or unpaired surrogates, not ${JSON.stringify(String(value).slice(0, 80))}`);
       }
     };
     named('workerId', this.workerId, 128);
+    named('appId', options.appId, 128);
+    named('environment', options.environment, 128);
     for (const name of this.workflows.keys()) named('a workflow name', name, MAX_NAME_LENGTH);
     for (const name of this.tasks.keys()) named('a task name', name, MAX_NAME_LENGTH);
     for (const [kind, count] of [['tasks', this.tasks.size], ['workflows', this.workflows.size]] as const) {
