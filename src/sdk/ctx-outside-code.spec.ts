@@ -1,5 +1,5 @@
 /**
- * Review of the SDK (review-sdk): `ctx` calls made where nothing can record them.
+ * `ctx` calls made where nothing can record them.
  *
  * A step's function runs once, live, and is never run on replay (its recorded outcome is handed
  * back instead); a query handler runs at the end of the decisions a worker makes, and not while a

@@ -1,5 +1,5 @@
 /**
- * Review of the SDK (review-sdk): which requests the client sends again.
+ * Which requests the SDK client sends again.
  *
  * A request that fails on a reused kept-alive connection (ECONNRESET, EPIPE) is sent once more on
  * a new one, unless it is a mutation: the service may have read and applied it before the

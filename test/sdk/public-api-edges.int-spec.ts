@@ -1,5 +1,5 @@
 /**
- * Review of the SDK's public API (review-sdk).
+ * The SDK's public API at its edges: registrations, SIGTERM, client timeouts, shutdown, copies of the SDK.
  *
  * A worker declares its tasks and workflows in every poll (and every eager claim); the service
  * checks that registration: a task's timeout is at least 1 ms, and task and workflow names are 1
