@@ -8,14 +8,25 @@ export interface Clock {
   at(at: number, fn: () => void): () => void;
 }
 
-/** The machine's clock. Long waits are chunked: Node timers overflow past ~24.8 days. */
+/**
+ * Longest a wait sleeps before looking at the wall clock again. Node's timers count monotonic
+ * time while `at` is a wall time: armed for the whole delay, a due time that a step of the wall
+ * clock (NTP stepping a drifting clock, a host or VM resumed from suspend) brought forward rang
+ * only when the stale delay ran out, an hour or days late (found in review), and a step back
+ * rang it early. One wake-up per armed wait every 10 s costs nothing (the engine and the
+ * scheduler each arm one).
+ */
+export const WALL_CLOCK_CHECK_MS = 10_000;
+
+/** The machine's clock. Waits are chunked: Node timers overflow past ~24.8 days, and the wall clock can step. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   at(at, fn) {
     let timer: NodeJS.Timeout;
     const arm = () => {
       const delay = at - Date.now();
-      timer = setTimeout(delay > 2 ** 30 ? arm : fn, Math.max(0, Math.min(delay, 2 ** 30)));
+      if (delay <= 0) timer = setTimeout(fn, 0);
+      else timer = setTimeout(arm, Math.min(delay, WALL_CLOCK_CHECK_MS));
       timer.unref?.();
     };
     arm();
