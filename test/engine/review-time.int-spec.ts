@@ -1,0 +1,144 @@
+/**
+ * Review (time): a task that runs for hours heartbeats all along, and each heartbeat past half
+ * its lease appends `TaskLeaseExtended` to its workflow's stream (two an hour per minute of
+ * lease: 240 an hour at the default LEASE_MS of 30 s). The workflow's code cannot cut that run
+ * (`continueAsNew`) while it waits on the task, so the run grows with the heartbeats alone.
+ * Nothing of the engine should cost more because a task heartbeated for a day: the write path's
+ * cold load of the workflow (after a restart, or once the stream cache dropped it) and the next
+ * decision's history.
+ *
+ * The day of heartbeats is written to the stopped service's store as the engine records them
+ * (the attempt's own `TaskLeaseExtended`, its `seq` and `attemptId`), as long-history.int-spec
+ * does for a schedule's firings.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { freshStoreUrl, ROOT, Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+
+/** A day of heartbeats at the default lease (30 s): one extension every 15 s. */
+const HEARTBEATS = 5_760;
+const scope = { appId: 'demo', environment: 'review-time' };
+const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId decisionId attemptId history historyFrom runFrom } }`;
+const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
+const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
+const DECISION_HISTORY = `query($input: DecisionHistoryInput!) { decisionHistory(input: $input) }`;
+
+interface Item {
+  kind: 'DECISION' | 'TASK';
+  ref: string;
+  workflowId: string;
+  decisionId: string | null;
+  attemptId: string | null;
+  history: string | null;
+  historyFrom: number | null;
+  runFrom: number | null;
+}
+
+async function sample(service: Service, series: string): Promise<number> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  expect({ series, present: line !== undefined }).toEqual({ series, present: true });
+  return Number(line!.slice(series.length + 1));
+}
+
+async function data<T = any>(service: Service, query: string, variables: Record<string, unknown>, token: string): Promise<T> {
+  const response = await service.gql<T>(query, variables, token);
+  expect(response.body.errors).toBeUndefined();
+  return response.body.data!;
+}
+
+const poll = (service: Service, token: string, workerId: string, kind: 'DECISION' | 'TASK', names: { workflow: string; task: string }, workflowId: string): Promise<Item> =>
+  waitFor(
+    async () => {
+      const input = { ...scope, workerId, workflows: kind === 'DECISION' ? [names.workflow] : [], tasks: kind === 'TASK' ? [{ name: names.task }] : [], waitMs: 500 };
+      const items = (await data<{ pollWork: Item[] }>(service, POLL, { input }, token)).pollWork;
+      return items.find((i) => i.kind === kind && i.workflowId === workflowId);
+    },
+    { timeoutMs: 15_000, description: `a ${kind} of ${workflowId}` },
+  );
+
+describe('a workflow whose task heartbeated for a day', () => {
+  let service: Service | undefined;
+  let token: string;
+  let id: string;
+  let task: Item;
+  let runLength: number;
+  const names = { workflow: `Long-${randomUUID().slice(0, 8)}`, task: `Crunch-${randomUUID().slice(0, 8)}` };
+  afterAll(() => service?.stop());
+
+  beforeAll(async () => {
+    const storeUrl = freshStoreUrl();
+    service = await startService({ storeUrl });
+    token = service.token;
+    const dispatched = await data(service, 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', { input: { ...scope, name: names.workflow, input: '[]' } }, token);
+    id = dispatched.dispatchWorkflow.id;
+    const first = await poll(service, token, 'worker-a', 'DECISION', names, id);
+    const commands = JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: names.task, args: [] }]);
+    expect((await data(service, REPORT, { input: { ...scope, workerId: 'worker-a', decisions: [{ ref: first.ref, decisionId: first.decisionId, commands }] } }, token)).reportWork).toEqual({ accepted: 1, rejected: [] });
+    task = await poll(service, token, 'worker-a', 'TASK', names, id);
+    await service.stop();
+
+    // A day of heartbeats, recorded as the engine records them.
+    const { SqliteEventStore } = await import(pathToFileURL(join(ROOT, 'dist/src/event-store/sqlite/sqlite-event-store.js')).href);
+    const store = new SqliteEventStore(storeUrl.slice('sqlite:'.length));
+    const existing = await store.readStream(`workflow-${id}`);
+    let revision: bigint = existing[existing.length - 1].revision;
+    runLength = existing.length;
+    const now = Date.now();
+    for (let i = 0; i < HEARTBEATS; i += 1_000) {
+      const batch = Array.from({ length: Math.min(1_000, HEARTBEATS - i) }, (_, j) => ({
+        id: randomUUID(),
+        type: 'TaskLeaseExtended',
+        data: { seq: 0, attemptId: task.attemptId, leaseExpiresAt: new Date(now + 10 * 60_000 + i + j).toISOString() },
+        metadata: { actor: 'worker:test', appId: scope.appId, environment: scope.environment, correlationId: randomUUID(), at: new Date(now).toISOString() },
+      }));
+      revision = (await store.append(`workflow-${id}`, batch, revision)).nextExpectedRevision;
+    }
+    await store.close();
+
+    service = await startService({ storeUrl });
+  }, 120_000);
+
+  it('is loaded after a restart without reading the heartbeats back', async () => {
+    service = service!;
+    // One heartbeat: the first command on the workflow since the restart (a cold load).
+    const before = await sample(service, 'baton_stream_events_read_total');
+    const beat = await data(service, HEARTBEAT, { input: { ...scope, workerId: 'worker-a', attempts: [{ ref: task.ref, attemptId: task.attemptId }] } }, token);
+    expect(beat.heartbeat).toEqual([{ ref: task.ref, cancel: false, reason: null }]);
+    const read = (await sample(service, 'baton_stream_events_read_total')) - before;
+    // The engine holds this workflow's state (it is in flight): the cold load need not read the
+    // day of heartbeats back (HEARTBEATS + the run's own events on main).
+    expect({ eventsRead: read }).toEqual({ eventsRead: expect.any(Number) });
+    expect(read).toBeLessThan(runLength + 10);
+  }, 60_000);
+
+  it("hands its next decision a history without the heartbeats", async () => {
+    service = service!;
+
+    // The task ends; a worker that does not hold the run claims the next decision.
+    expect((await data(service, REPORT, { input: { ...scope, workerId: 'worker-a', tasks: [{ ref: task.ref, attemptId: task.attemptId, result: '42' }] } }, token)).reportWork).toEqual({ accepted: 1, rejected: [] });
+    const next = await poll(service, token, 'worker-b', 'DECISION', names, id);
+    const history: Array<{ type: string }> = [];
+    history.push(...(JSON.parse(next.history ?? '[]') as Array<{ type: string }>));
+    if (next.historyFrom !== next.runFrom) {
+      // Left out of the claim as too large: the worker pages it in.
+      history.length = 0;
+      for (let from = next.runFrom!; ; ) {
+        const page = JSON.parse((await data(service, DECISION_HISTORY, { input: { ...scope, workerId: 'worker-b', ref: next.ref, decisionId: next.decisionId, fromRevision: from } }, token)).decisionHistory) as Array<{ revision: number; type: string }>;
+        history.push(...page);
+        const last = page[page.length - 1];
+        if (!last || last.type === 'DecisionStarted') break;
+        from = last.revision + 1;
+      }
+    }
+    const types = history.map((e) => e.type);
+    expect(types).toContain('TaskCompleted');
+    // The SDK's replay skips lease extensions: carrying a day of them costs the answer (and the
+    // requests paging them in), not the workflow's code anything it needs.
+    expect({ leaseExtensions: types.filter((t) => t === 'TaskLeaseExtended').length, events: types.length }).toEqual({ leaseExtensions: 0, events: expect.any(Number) });
+    expect(types.length).toBeLessThan(20);
+  }, 60_000);
+});
