@@ -158,6 +158,15 @@ export class EngineState {
   private readonly scopes = new Map<string, ScopeIndex>();
   private readonly indexed = new Map<string, Indexed>();
   private readonly due = new MinHeap<{ key: string; at: number }>();
+  /**
+   * The revision each held state was folded up to (by stream id), for the states folded here from
+   * their run's first event on: the write path's cold load of a stream in flight starts from it
+   * (`snapshot`) instead of reading the run back. A run grows without its code doing anything (a
+   * task heartbeating for a day appended 5,760 `TaskLeaseExtended` at the default lease), and was
+   * read back whole after every restart or eviction (found in review). A state loaded elsewhere
+   * (`adopt`) has none: its revision is not known here.
+   */
+  private readonly revisions = new Map<string, bigint>();
   private dueListener: ((at: number) => void) | undefined;
   private reviver: ((kind: 'workflow' | 'task', id: string) => void) | undefined;
   private turn = 0;
@@ -194,6 +203,7 @@ export class EngineState {
     // start stayed in memory for good (retention deleting their streams did not drop them).
     if (FINAL_STATUSES.has(next.status)) this.workflows.delete(id);
     else this.workflows.set(id, next);
+    this.foldedTo(`workflow-${id}`, event.revision, FINAL_STATUSES.has(next.status) ? 'gone' : event.type === 'WorkflowDispatched' || event.type === 'WorkflowContinuedAsNew' ? 'start' : 'next');
     const seq = (event.data as { seq?: unknown }).seq;
     if (current.status !== next.status || event.type === 'WorkflowContinuedAsNew') {
       // Everything the workflow had may have changed (paused, resumed, ended, a new run).
@@ -216,8 +226,10 @@ export class EngineState {
     const next = taskDecider.evolve(current, event);
     if (next.status === 'none') return;
     // Ended tasks go, failed ones too: retryTask brings one back from its stream (`onRevived`).
-    if (next.attempt.status === 'completed' || next.attempt.status === 'failed') this.tasks.delete(id);
+    const ended = next.attempt.status === 'completed' || next.attempt.status === 'failed';
+    if (ended) this.tasks.delete(id);
     else this.tasks.set(id, next);
+    this.foldedTo(`task-${id}`, (event as { revision?: bigint }).revision, ended ? 'gone' : event.type === 'TaskDispatched' ? 'start' : 'next');
     this.reindexTask(id);
   }
 
@@ -337,8 +349,27 @@ export class EngineState {
     this.reviver = loader;
   }
 
+  /** Records (or forgets) the revision a held state was folded up to (see `revisions`). */
+  private foldedTo(streamId: string, revision: bigint | undefined, step: 'start' | 'next' | 'gone'): void {
+    if (revision !== undefined && (step === 'start' || (step === 'next' && this.revisions.has(streamId)))) this.revisions.set(streamId, revision);
+    else this.revisions.delete(streamId);
+  }
+
+  /**
+   * The state of a workflow (`workflow-<id>`) or standalone task (`task-<id>`) in flight, with the
+   * revision it was folded up to, when it was folded here from its run's start: what a cold load
+   * of its stream may start from (`StreamQueues.useSnapshots`), reading only what followed.
+   */
+  snapshot(streamId: string): { state: WorkflowState | TaskState; revision: bigint } | undefined {
+    const revision = this.revisions.get(streamId);
+    if (revision === undefined) return undefined;
+    const state = streamId.startsWith('workflow-') ? this.workflows.get(streamId.slice(9)) : streamId.startsWith('task-') ? this.tasks.get(streamId.slice(5)) : undefined;
+    return state && { state, revision };
+  }
+
   /** Indexes a workflow or task loaded from its stream (see `onRevived`). */
   adopt(kind: 'workflow' | 'task', id: string, state: WorkflowState | TaskState): void {
+    this.revisions.delete(`${kind}-${id}`);
     if (kind === 'task') {
       const task = state as TaskState;
       if (task.status === 'none' || task.attempt.status === 'completed' || task.attempt.status === 'failed') return;

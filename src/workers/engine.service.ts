@@ -8,9 +8,9 @@ import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../
 import { currentCorrelationId } from '../shared/request-context.js';
 import { uuidv7 } from '../shared/ids.js';
 import { callId } from '../protocol/decision-commands.js';
-import { taskDecider } from '../tasks/domain/task.decider.js';
+import { type TaskState, taskDecider } from '../tasks/domain/task.decider.js';
 import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt, iso } from '../tasks/domain/task-attempts.js';
-import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
+import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, type WorkflowState, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { Candidate, EngineState, type KindCaps, type PollWatch } from './engine-state.js';
@@ -66,6 +66,11 @@ export class EngineService {
     private readonly tokens: TokensReadModel,
   ) {
     engine.onRevived((kind, id) => void this.revive(kind, id));
+    // A cold load of a workflow or task in flight (after a restart, or once the stream cache
+    // dropped it) starts from the state the engine holds and reads only what followed: a run that
+    // heartbeats for a day is not read back at its next command.
+    runner.queues.useSnapshots(workflowDecider, (streamId) => engine.snapshot(streamId) as { state: WorkflowState; revision: bigint } | undefined);
+    runner.queues.useSnapshots(taskDecider, (streamId) => engine.snapshot(streamId) as { state: TaskState; revision: bigint } | undefined);
     dispatcher.onDispatch((dispatch) => this.offerDecision(dispatch));
   }
 
