@@ -21,7 +21,7 @@ import { waitFor } from '../support/wait-for.js';
 /** A day of heartbeats at the default lease (30 s): one extension every 15 s. */
 const HEARTBEATS = 5_760;
 const scope = { appId: 'demo', environment: 'review-time' };
-const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId decisionId attemptId history historyFrom runFrom } }`;
+const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId decisionId attemptId history historyFrom runFrom } }`;
 const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
 const HEARTBEAT = `mutation($input: HeartbeatInput!) { heartbeat(input: $input) { ref cancel reason } }`;
 const DECISION_HISTORY = `query($input: DecisionHistoryInput!) { decisionHistory(input: $input) }`;
@@ -30,6 +30,7 @@ interface Item {
   kind: 'DECISION' | 'TASK';
   ref: string;
   workflowId: string;
+  taskId: string | null;
   decisionId: string | null;
   attemptId: string | null;
   history: string | null;
@@ -141,4 +142,50 @@ describe('a workflow whose task heartbeated for a day', () => {
     expect({ leaseExtensions: types.filter((t) => t === 'TaskLeaseExtended').length, events: types.length }).toEqual({ leaseExtensions: 0, events: expect.any(Number) });
     expect(types.length).toBeLessThan(20);
   }, 60_000);
+});
+
+describe('a standalone task that heartbeated for a day', () => {
+  let service: Service | undefined;
+  afterAll(() => service?.stop());
+
+  it('is loaded after a restart without reading the heartbeats back', async () => {
+    const storeUrl = freshStoreUrl();
+    service = await startService({ storeUrl });
+    const token = service.token;
+    const name = `Batch-${randomUUID().slice(0, 8)}`;
+    const id: string = (await data(service, 'mutation($input: DispatchTaskInput!) { dispatchTask(input: $input) { id } }', { input: { ...scope, name, input: '[]' } }, token)).dispatchTask.id;
+    const task = await waitFor(
+      async () => {
+        const input = { ...scope, workerId: 'worker-a', workflows: [], tasks: [{ name }], waitMs: 500 };
+        return (await data<{ pollWork: Item[] }>(service!, POLL, { input }, token)).pollWork.find((i) => i.taskId === id);
+      },
+      { timeoutMs: 15_000, description: 'the task claimed' },
+    );
+    await service.stop();
+
+    const { SqliteEventStore } = await import(pathToFileURL(join(ROOT, 'dist/src/event-store/sqlite/sqlite-event-store.js')).href);
+    const store = new SqliteEventStore(storeUrl.slice('sqlite:'.length));
+    const existing = await store.readStream(`task-${id}`);
+    let revision: bigint = existing[existing.length - 1].revision;
+    const now = Date.now();
+    for (let i = 0; i < HEARTBEATS; i += 1_000) {
+      const batch = Array.from({ length: Math.min(1_000, HEARTBEATS - i) }, (_, j) => ({
+        id: randomUUID(),
+        type: 'TaskLeaseExtended',
+        data: { attemptId: task.attemptId, leaseExpiresAt: new Date(now + 10 * 60_000 + i + j).toISOString() },
+        metadata: { actor: 'worker:test', appId: scope.appId, environment: scope.environment, correlationId: randomUUID(), at: new Date(now).toISOString() },
+      }));
+      revision = (await store.append(`task-${id}`, batch, revision)).nextExpectedRevision;
+    }
+    await store.close();
+
+    service = await startService({ storeUrl });
+    const before = await sample(service, 'baton_stream_events_read_total');
+    const beat = await data(service, HEARTBEAT, { input: { ...scope, workerId: 'worker-a', attempts: [{ ref: task.ref, attemptId: task.attemptId }] } }, token);
+    expect(beat.heartbeat).toEqual([{ ref: task.ref, cancel: false, reason: null }]);
+    // A task's stream has no reset point: on main the cold load read all HEARTBEATS + 2 events.
+    expect((await sample(service, 'baton_stream_events_read_total')) - before).toBeLessThan(10);
+    // It still completes.
+    expect((await data(service, REPORT, { input: { ...scope, workerId: 'worker-a', tasks: [{ ref: task.ref, attemptId: task.attemptId, result: '7' }] } }, token)).reportWork).toEqual({ accepted: 1, rejected: [] });
+  }, 120_000);
 });
