@@ -40,9 +40,10 @@ interface Item {
 
 async function sample(service: Service, series: string): Promise<number> {
   const text = await (await fetch(`${service.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  expect({ series, present: line !== undefined }).toEqual({ series, present: true });
-  return Number(line!.slice(series.length + 1));
+  // A series with labels is summed over them.
+  const lines = text.split('\n').filter((l) => l.startsWith(`${series} `) || l.startsWith(`${series}{`));
+  expect({ series, present: lines.length > 0 }).toEqual({ series, present: true });
+  return lines.reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 
 async function data<T = any>(service: Service, query: string, variables: Record<string, unknown>, token: string): Promise<T> {
@@ -187,5 +188,57 @@ describe('a standalone task that heartbeated for a day', () => {
     expect((await sample(service, 'baton_stream_events_read_total')) - before).toBeLessThan(10);
     // It still completes.
     expect((await data(service, REPORT, { input: { ...scope, workerId: 'worker-a', tasks: [{ ref: task.ref, attemptId: task.attemptId, result: '7' }] } }, token)).reportWork).toEqual({ accepted: 1, rejected: [] });
+  }, 120_000);
+});
+
+describe('pause and resume of a workflow with 10,000 open tasks and timers', () => {
+  let service: Service | undefined;
+  afterAll(() => service?.stop());
+
+  it('append one event each and read nothing back; the open work is all there after resume', async () => {
+    service = await startService({});
+    const token = service.token;
+    const names = { workflow: `Wide-${randomUUID().slice(0, 8)}`, task: `Unit-${randomUUID().slice(0, 8)}` };
+    const id: string = (await data(service, 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', { input: { ...scope, name: names.workflow, input: '[]' } }, token)).dispatchWorkflow.id;
+    const first = await poll(service, token, 'worker-a', 'DECISION', names, id);
+    const inAYear = new Date(Date.now() + 365 * 86_400_000).toISOString();
+    const commands = [
+      ...Array.from({ length: 5_000 }, (_, seq) => ({ type: 'ScheduleTask', seq, name: names.task, args: [] })),
+      ...Array.from({ length: 5_000 }, (_, i) => ({ type: 'StartTimer', seq: 5_000 + i, fireAt: inAYear })),
+    ];
+    expect((await data(service, REPORT, { input: { ...scope, workerId: 'worker-a', decisions: [{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify(commands) }] } }, token)).reportWork).toEqual({ accepted: 1, rejected: [] });
+    const length = async () => (await data(service!, `query($appId: String!, $environment: String!, $id: ID!) { workflow(appId: $appId, environment: $environment, id: $id) { historyLength state } }`, { ...scope, id }, token)).workflow;
+    await waitFor(async () => (await length()).historyLength >= 10_003, { timeoutMs: 30_000, description: 'the decision recorded' });
+
+    const appendedBefore = await sample(service, 'baton_store_events_appended_total');
+    const readBefore = await sample(service, 'baton_stream_events_read_total');
+    const historyBefore = (await length()).historyLength;
+    const act = async (action: 'pause' | 'resume') => {
+      const field = action === 'pause' ? 'pauseWorkflows' : 'resumeWorkflows';
+      const started = performance.now();
+      const answer = (await data(service!, `mutation($input: ${action === 'pause' ? 'Pause' : 'Resume'}WorkflowsInput!) { ${field}(input: $input) { changed } }`, { input: { ...scope, selector: { id } } }, token))[field];
+      return { changed: answer.changed, ms: performance.now() - started };
+    };
+    const paused = await act('pause');
+    expect(paused.changed).toBe(1);
+    // Paused, none of its 5,000 tasks is claimable.
+    const input = { ...scope, workerId: 'worker-b', workflows: [], tasks: [{ name: names.task }], waitMs: 0 };
+    expect((await data<{ pollWork: Item[] }>(service, POLL, { input }, token)).pollWork).toEqual([]);
+    const resumed = await act('resume');
+    expect(resumed.changed).toBe(1);
+    expect({
+      appended: (await sample(service, 'baton_store_events_appended_total')) - appendedBefore,
+      read: (await sample(service, 'baton_stream_events_read_total')) - readBefore,
+      history: (await length()).historyLength - historyBefore,
+    }).toEqual({ appended: 2, read: 0, history: 2 });
+    // Resumed, its tasks are claimable again.
+    const claimed = await waitFor(
+      async () => {
+        const items = (await data<{ pollWork: Item[] }>(service!, POLL, { input: { ...input, maxItems: 10, waitMs: 500 } }, token)).pollWork;
+        return items.length > 0 ? items : null;
+      },
+      { timeoutMs: 15_000, description: 'tasks claimed after resume' },
+    );
+    expect(claimed.length).toBeGreaterThan(0);
   }, 120_000);
 });
