@@ -53,6 +53,17 @@ describe('systemClock.at across a step of the wall clock', () => {
     expect(fn).toHaveBeenCalledTimes(1);
   });
 
+  it('without a step, it is called at its time, not a turn later, and once', () => {
+    const fn = jest.fn();
+    systemClock.at(T0 + HOUR, fn);
+    jest.advanceTimersByTime(HOUR - 1);
+    expect(fn).not.toHaveBeenCalled();
+    jest.advanceTimersByTime(1);
+    expect(fn).toHaveBeenCalledTimes(1);
+    jest.advanceTimersByTime(DAY);
+    expect(fn).toHaveBeenCalledTimes(1);
+  });
+
   it('cancel still cancels a timer that is re-armed in chunks', () => {
     const fn = jest.fn();
     const cancel = systemClock.at(T0 + HOUR, fn);

@@ -25,8 +25,8 @@ export const systemClock: Clock = {
     let timer: NodeJS.Timeout;
     const arm = () => {
       const delay = at - Date.now();
-      if (delay <= 0) timer = setTimeout(fn, 0);
-      else timer = setTimeout(arm, Math.min(delay, WALL_CLOCK_CHECK_MS));
+      // The last stretch rings `fn` itself, at its time (checked again: the clock may have stepped back).
+      timer = delay > WALL_CLOCK_CHECK_MS ? setTimeout(arm, WALL_CLOCK_CHECK_MS) : setTimeout(() => (Date.now() >= at ? fn() : arm()), Math.max(0, delay));
       timer.unref?.();
     };
     arm();
