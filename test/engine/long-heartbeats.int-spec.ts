@@ -1,5 +1,5 @@
 /**
- * Review (time): a task that runs for hours heartbeats all along, and each heartbeat past half
+ * A task that runs for hours heartbeats all along, and each heartbeat past half
  * its lease appends `TaskLeaseExtended` to its workflow's stream (two an hour per minute of
  * lease: 240 an hour at the default LEASE_MS of 30 s). The workflow's code cannot cut that run
  * (`continueAsNew`) while it waits on the task, so the run grows with the heartbeats alone.
