@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../support/wait-for.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
-import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
+import { answerDroppingProxy } from '../support/answer-dropping-proxy.js';
 
 const LEASE_MS = 2_000;
 const services = startServices({ main: { env: { LEASE_MS: String(LEASE_MS) } } });
@@ -180,57 +180,6 @@ describe('the SDK client when the network drops the answer of a mutation the ser
     }
   });
 });
-
-/**
- * A TCP proxy to the service that forwards everything, except the answers of the next `times`
- * requests whose text matches `cut`: it lets the request through (the service reads and applies
- * it) and resets the connection as the answer starts to come back.
- */
-async function answerDroppingProxy(to: Service) {
-  let target = new URL(to.url);
-  let armed: { cut: (request: string) => boolean; times: number } | undefined;
-  let cuts = 0;
-  const sockets = new Set<Socket>();
-  const proxy = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    sockets.add(client).add(upstream);
-    let request = '';
-    client.on('data', (chunk: Buffer) => {
-      request += chunk.toString('utf8');
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      const answered = request;
-      request = '';
-      if (answered !== '' && armed && armed.times > 0 && armed.cut(answered)) {
-        armed.times--;
-        cuts++;
-        client.resetAndDestroy();
-        upstream.destroy();
-        return;
-      }
-      client.write(chunk);
-    });
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', close).on('close', close);
-    upstream.on('error', close).on('close', close);
-  });
-  await new Promise<void>((listening) => proxy.listen(0, '127.0.0.1', listening));
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    arm: (cut: (request: string) => boolean, times = 1) => (armed = { cut, times }),
-    /** New connections go to this service from now on (a restarted one listens on another port). */
-    retarget: (next: Service) => (target = new URL(next.url)),
-    cuts: () => cuts,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((closed) => proxy.close(closed));
-    },
-  };
-}
 
 describe('a real SDK worker behind a proxy that drops the answer of its first task report', () => {
   it('runs every task of a sequential workflow once: the report is resent, recorded once, and the next task its answer carried is not left to lapse', async () => {
