@@ -251,7 +251,7 @@ export class Client {
     // Any `mutation` word counts (after a comment, after fragments, anywhere): a query wrongly
     // taken for a mutation only loses one resend, a mutation taken for a query was applied twice.
     const resendable = options.resendable ?? !/\bmutation\b/.test(query);
-    const response = await this.post(JSON.stringify({ query, variables }), signal, !resendable);
+    const response = await this.post(JSON.stringify({ query, variables }), signal, resendable);
     const text = response.text;
     const seconds = response.retryAfter === undefined ? NaN : Number(response.retryAfter);
     const retryAfterMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
@@ -271,12 +271,12 @@ export class Client {
   /**
    * One POST over a kept-alive connection (node:http: about a millisecond less per round trip than
    * fetch here). A request that fails on a reused connection, usually because the server had just
-   * closed it while idle, is sent once more on a new one when it is safe to repeat (`retried`
-   * false): the same error also comes when the server read the request, applied it and the
-   * connection was cut before the answer (an instance killed, a proxy), so a mutation that is not
-   * safe to repeat is not sent again, and fails with the error.
+   * closed it while idle, is sent once more on a new one when it is safe to repeat (`resendable`),
+   * saying so (`x-baton-resent`, `resent`): the same error also comes when the server read the
+   * request, applied it and the connection was cut before the answer (an instance killed, a
+   * proxy), so a mutation that is not safe to repeat is not sent again, and fails with the error.
    */
-  private post(body: string, signal: AbortSignal, retried = false): Promise<{ status: number; text: string; retryAfter?: string }> {
+  private post(body: string, signal: AbortSignal, resendable: boolean, resent = false): Promise<{ status: number; text: string; retryAfter?: string }> {
     return new Promise((resolve, reject) => {
       const transport = this.endpoint.protocol === 'https:' ? https : http;
       const request = transport.request(
@@ -285,7 +285,14 @@ export class Client {
           method: 'POST',
           agent: this.agent,
           signal,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${this.token}` },
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            authorization: `Bearer ${this.token}`,
+            // Sent again (see above): a poll that names itself (`pollId`) is then answered with the
+            // claims its first send made, on whichever instance it landed.
+            ...(resent ? { 'x-baton-resent': '1' } : {}),
+          },
         },
         (response) => {
           const chunks: Buffer[] = [];
@@ -296,8 +303,8 @@ export class Client {
         },
       );
       request.on('error', (error: NodeJS.ErrnoException) => {
-        if (!retried && request.reusedSocket && !signal.aborted && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
-          this.post(body, signal, true).then(resolve, reject);
+        if (resendable && !resent && request.reusedSocket && !signal.aborted && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+          this.post(body, signal, false, true).then(resolve, reject);
         } else reject(signal.aborted ? (signal.reason ?? error) : error);
       });
       request.end(body);

@@ -252,6 +252,8 @@ export class Worker {
    * before them, for five minutes at a time (it may be upgraded meanwhile).
    */
   private perKindCapsFrom = 0;
+  /** Until when polls leave out `pollId` (0: they send it), a service older than this worker refusing it (as `perKindCapsFrom`). */
+  private pollIdsFrom = 0;
   private flushing: Promise<void> | undefined;
   /** Decisions being made now, by ref, with their decision ids (heartbeated like task attempts). */
   private readonly deciding = new Map<string, string>();
@@ -424,7 +426,7 @@ export class Worker {
         this.answered();
       } catch (error) {
         if (this.stopping.signal.aborted) break;
-        if (this.olderService(error)) continue;
+        if (this.olderService(error) || this.olderPollService(error)) continue;
         // A 429 says when to come back (Retry-After): sooner is refused again.
         const wait = Math.max(backoff, error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
         this.failed(`poll failed (${(error as Error).message}); retrying in ${wait} ms`);
@@ -572,6 +574,24 @@ export class Worker {
     return true;
   }
 
+  /**
+   * Whether `error` is a service older than this worker refusing `pollId`: polls leave it out for
+   * five minutes at a time, and a poll whose answer is lost leaves its claims to lapse, as before.
+   */
+  private olderPollService(error: unknown): boolean {
+    if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;
+    if (!/"pollId" is not defined/.test(error.message)) return false;
+    if (Date.now() >= this.pollIdsFrom) {
+      if (this.pollIdsFrom === 0) {
+        this.logger.warn(
+          '[baton worker] the service does not know pollId (it is older than this worker): a poll whose answer is lost leaves what it claimed to lapse, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)',
+        );
+      }
+      this.pollIdsFrom = Date.now() + 5 * 60_000;
+    }
+    return true;
+  }
+
   /** What this worker serves, as polls and eager claims declare it. */
   private get registration() {
     return (this.registered ??= {
@@ -598,9 +618,12 @@ export class Worker {
           maxItems,
           ...(this.perKindCaps ? { maxDecisions: kind === 'DECISION' ? maxItems : 0, maxTasks: kind === 'TASK' ? maxItems : 0 } : {}),
           waitMs,
+          // The same on the client's resend: a poll that comes again is answered with what it claimed.
+          ...(Date.now() >= this.pollIdsFrom ? { pollId: randomUUID() } : {}),
         },
       },
-      // Sent again, a poll the service did read claims nothing more than it did (its answer is lost either way).
+      // Sent again (a reset kept-alive connection), the poll is answered with the claims its first
+      // send made (the service finds them by its pollId), and claims nothing more.
       { signal: this.stopping.signal, extraTimeoutMs: waitMs, resendable: true },
     );
     return data.pollWork;

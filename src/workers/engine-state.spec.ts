@@ -172,3 +172,37 @@ describe('EngineState', () => {
     await expect(parked).resolves.toBeUndefined();
   });
 });
+
+describe('EngineState: claims by poll id', () => {
+  const named = (event: WorkflowEvent, pollId: string): WorkflowEvent => ({ ...event, data: { ...event.data, pollId } }) as WorkflowEvent;
+
+  it("lists the items whose current claim a named poll of a worker made, in its app and environment, and drops each when its claim ends", () => {
+    const { apply, state } = engine();
+    const claims = (pollId: string, workerId = 'w', environment = 'test') => state.claimsOfPoll('demo', environment, workerId, pollId);
+    apply(WF, dispatched(), named(decisionStarted('d1'), 'p1'));
+    expect(claims('p1')).toEqual([{ kind: 'decision', workflowId: WF }]);
+    expect({ otherPoll: claims('p2'), otherWorker: claims('p1', 'v'), otherEnvironment: claims('p1', 'w', 'prod') }).toEqual({ otherPoll: [], otherWorker: [], otherEnvironment: [] });
+    apply(WF, { type: 'DecisionCompleted', data: { decisionId: 'd1', commands: [{ type: 'ScheduleTask', seq: 0, name: 'sendEmail', args: [] }] } } as WorkflowEvent, taskScheduled(0));
+    expect(claims('p1')).toEqual([]);
+    apply(WF, named(taskStarted(0, 'a1', 10), 'p2'));
+    expect(claims('p2')).toEqual([{ kind: 'workflowTask', workflowId: WF, seq: 0 }]);
+    apply(WF, { type: 'TaskCompleted', data: { seq: 0, attemptId: 'a1', result: null } });
+    expect(claims('p2')).toEqual([]);
+    // A claim made without a poll id (older workers, a report's eager claim) is not listed.
+    apply(WF2, dispatched(WF2), decisionStarted('d2'));
+    expect(claims('')).toEqual([]);
+  });
+
+  it('drops the claims of a workflow that ends, and lists a standalone task claimed by a named poll until its attempt lapses', () => {
+    const { apply, state } = engine();
+    apply(WF, dispatched(), named(decisionStarted('d1'), 'p1'));
+    apply(WF, { type: 'WorkflowTerminated', data: { reason: 'test', terminatedAt: at(5) } } as unknown as WorkflowEvent);
+    expect(state.claimsOfPoll('demo', 'test', 'w', 'p1')).toEqual([]);
+    const task = (event: TaskEvent) => state.applyTask(TASK, event);
+    task({ type: 'TaskDispatched', data: { taskId: TASK, appId: 'demo', environment: 'test', name: 'sendEmail', tag: null, args: [], idempotencyKey: null, parent: null, dispatchedAt: at(0) } } as unknown as TaskEvent);
+    task({ type: 'TaskStarted', data: { attempt: 1, attemptId: 'a1', workerId: 'w', startedAt: at(0), leaseExpiresAt: at(1000), deadlineAt: null, retryPolicy: POLICY, pollId: 'p3' } });
+    expect(state.claimsOfPoll('demo', 'test', 'w', 'p3')).toEqual([{ kind: 'task', taskId: TASK }]);
+    task({ type: 'TaskAttemptFailed', data: { attempt: 1, attemptId: 'a1', reason: 'lease_expired', error: { message: 'lapsed' }, retryAt: at(1100), failedAt: at(1000) } } as unknown as TaskEvent);
+    expect(state.claimsOfPoll('demo', 'test', 'w', 'p3')).toEqual([]);
+  });
+});

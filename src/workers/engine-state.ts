@@ -128,6 +128,7 @@ const decisionKeysFor = (workflows: string[]): Set<string> => new Set([...workfl
 const decisionBaseName = (key: string): string => baseName(key.startsWith('*') ? key.slice(1) : key);
 
 const scopeKey = (appId: string, environment: string) => `${appId}\u0000${environment}`;
+const pollKeyOf = (scope: string, workerId: string, pollId: string) => `${scope}\u0000${workerId}\u0000${pollId}`;
 const decisionKey = (id: string) => `wf:${id}`;
 const taskKey = (id: string, seq: number) => `wf:${id}#${seq}`;
 const timerKey = (id: string, seq: number) => `tm:${id}#${seq}`;
@@ -173,6 +174,13 @@ export class EngineState {
    * ever had.
    */
   private readonly openItems = new Map<string, OpenItems>();
+  /**
+   * Claims held under a poll id (`PollWorkInput.pollId`): poll key (`pollKeyOf`) → item keys, and
+   * back. One entry per claim in flight that was made by a named poll; an item leaves when its
+   * claim ends (reported, lapsed, the workflow ended), as reindexing it finds.
+   */
+  private readonly byPoll = new Map<string, Set<string>>();
+  private readonly pollOf = new Map<string, string>();
   private dueListener: ((at: number) => void) | undefined;
   private reviver: ((kind: 'workflow' | 'task', id: string) => void) | undefined;
   private turn = 0;
@@ -253,11 +261,15 @@ export class EngineState {
     switch (item.kind) {
       case 'decision': {
         const entry = state && decisionClaimable(state, now) ? { kind: 'decisions' as const, name: decisionKeyOf(state), ref: id } : undefined;
+        const decision = state?.status === 'running' ? state.decision : null;
+        this.claimedBy(decisionKey(id), decision?.pollId === undefined ? undefined : pollKeyOf(scope, decision.workerId, decision.pollId));
         return this.reindex(decisionKey(id), scope, entry, state ? decisionDueAt(state, now) : undefined);
       }
       case 'workflowTask': {
         const key = taskKey(id, item.seq);
         const entry = state && taskClaimable(state, item.seq, now) ? { kind: 'tasks' as const, name: state.tasks.get(item.seq)!.name, ref: key } : undefined;
+        const attempt = state?.status === 'running' ? state.tasks.get(item.seq)?.attempt : undefined;
+        this.claimedBy(key, attempt?.status === 'started' && attempt.pollId !== undefined ? pollKeyOf(scope, attempt.workerId, attempt.pollId) : undefined);
         return this.reindex(key, scope, entry, state ? taskDueAt(state, item.seq, now) : undefined);
       }
       case 'timer':
@@ -270,7 +282,36 @@ export class EngineState {
     const now = this.clock.now();
     const key = `task:${id}`;
     const entry = state && isClaimable(state.attempt, now) ? { kind: 'tasks' as const, name: state.name, ref: key } : undefined;
-    this.reindex(key, state ? scopeKey(state.appId, state.environment) : '', entry, state ? taskNextDueAt(state, now) : undefined);
+    const scope = state ? scopeKey(state.appId, state.environment) : '';
+    const attempt = state?.attempt;
+    this.claimedBy(key, attempt?.status === 'started' && attempt.pollId !== undefined ? pollKeyOf(scope, attempt.workerId, attempt.pollId) : undefined);
+    this.reindex(key, scope, entry, state ? taskNextDueAt(state, now) : undefined);
+  }
+
+  /** Notes which named poll holds the claim on `key` now (undefined: none). */
+  private claimedBy(key: string, poll: string | undefined): void {
+    const previous = this.pollOf.get(key);
+    if (previous === poll) return;
+    if (previous !== undefined) {
+      const keys = this.byPoll.get(previous);
+      keys?.delete(key);
+      if (keys?.size === 0) this.byPoll.delete(previous);
+      this.pollOf.delete(key);
+    }
+    if (poll === undefined) return;
+    this.pollOf.set(key, poll);
+    let keys = this.byPoll.get(poll);
+    if (!keys) this.byPoll.set(poll, (keys = new Set()));
+    keys.add(key);
+  }
+
+  /**
+   * The items whose current claim was made by poll `pollId` of `workerId` (a decision: `wf:<id>`;
+   * a workflow's task: `wf:<id>#<seq>`; a standalone task: `task:<id>`), as this instance has
+   * projected the log: where to look, the streams say whether the claims still hold.
+   */
+  claimsOfPoll(appId: string, environment: string, workerId: string, pollId: string): DueRef[] {
+    return [...(this.byPoll.get(pollKeyOf(scopeKey(appId, environment), workerId, pollId)) ?? [])].map(parseDueRef);
   }
 
   /** Re-examines an item whose due time came (called by the ticker). */

@@ -9,15 +9,16 @@ import { currentCorrelationId } from '../shared/request-context.js';
 import { uuidv7 } from '../shared/ids.js';
 import { callId } from '../protocol/decision-commands.js';
 import { type TaskState, taskDecider } from '../tasks/domain/task.decider.js';
-import { DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt, iso } from '../tasks/domain/task-attempts.js';
+import { type AttemptState, DEFAULT_RETRY_POLICY, RetryPolicy, TaskError, holdsAttempt, iso } from '../tasks/domain/task-attempts.js';
 import { ExistingWorkflow, FINAL_STATUSES, NextDecision, WorkflowEventData, type WorkflowState, baseName, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { replayableHistory } from '../protocol/workflow-retry.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
-import { Candidate, EngineState, type KindCaps, type PollWatch } from './engine-state.js';
+import { Candidate, type DueRef, EngineState, type KindCaps, type PollWatch } from './engine-state.js';
 import { formatRef, parseRef } from '../protocol/work-refs.js';
 import { parseJson, rejection, reportedCommands } from './worker-input-limits.js';
 import { currentAnswerBudget } from '../graphql/answer-budget.js';
 import { TokensReadModel } from '../tokens/tokens.projection.js';
+import { ReadFence } from '../event-store/read-fence.js';
 import {
   DecidedWork,
   DecisionHistoryInput,
@@ -64,6 +65,7 @@ export class EngineService {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     dispatcher: WorkflowDispatcher,
     private readonly tokens: TokensReadModel,
+    private readonly fence: ReadFence,
   ) {
     engine.onRevived((kind, id) => void this.revive(kind, id));
     // A cold load of a workflow or task in flight (after a restart, or once the stream cache
@@ -100,7 +102,12 @@ export class EngineService {
     }
   }
 
-  async poll(input: FromWorker<PollWorkInput>, signal?: AbortSignal): Promise<WorkItem[]> {
+  /**
+   * `resent`: the client says it sent this request before (its answer was lost), so its claims
+   * may have been made on another instance: the engine's index is first brought up to the store's
+   * head, which includes them (they were appended before that answer was written).
+   */
+  async poll(input: FromWorker<PollWorkInput>, signal?: AbortSignal, options: { resent?: boolean } = {}): Promise<WorkItem[]> {
     const max = input.maxItems ?? 10;
     const deadline = Date.now() + (input.waitMs ?? 20_000);
     const caps = kindCaps(input);
@@ -109,6 +116,13 @@ export class EngineService {
     const taskNames = caps.task === 0 ? [] : input.tasks.map((t) => t.name);
     const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const budget = this.answerBudget();
+    // A poll that comes again (same worker, same poll id) whose claims still hold is answered with
+    // them: the first answer was lost, and claiming more would leave those to lapse.
+    if (input.pollId) {
+      if (options.resent) await this.fence.upToHead();
+      const again = await this.claimsOfPoll(input, input.pollId, policies, budget);
+      if (again.length > 0) return again;
+    }
     // Registered with the index for the whole poll: new work wakes one parked poll, and what this
     // one leaves (its limits, its end) goes to another (EngineState.watch).
     const watch = this.engine.watch(input.appId, input.environment, workflows, taskNames);
@@ -216,11 +230,12 @@ export class EngineService {
    * got), as a claim would hand it, with the whole run: null when there is none, its lease has
    * lapsed, or the worker does not serve its version.
    */
-  private async decisionAgain(input: FromWorker<PollWorkInput>, workflowId: string, budget: AnswerBudget): Promise<WorkItem | null> {
+  private async decisionAgain(input: FromWorker<PollWorkInput>, workflowId: string, budget: AnswerBudget, pollId?: string): Promise<WorkItem | null> {
     const { state } = await this.runner.state(`workflow-${workflowId}`, workflowDecider, workerContext(input));
     if (state.status !== 'running' || state.appId !== input.appId || state.environment !== input.environment) return null;
     const { decision, lastDecision: last, version } = state;
     if (!decision || !last || last.id !== decision.id || decision.workerId !== input.workerId || decision.leaseExpiresAt <= this.clock.now()) return null;
+    if (pollId !== undefined && decision.pollId !== pollId) return null;
     if (version === null || !input.workflows.includes(version)) return null;
     const from = state.runStartRevision;
     const to = last.revision;
@@ -245,6 +260,57 @@ export class EngineService {
     };
   }
 
+  /**
+   * The claims poll `pollId` of this worker made that it still holds (lease running), as the
+   * poll's lost answer carried them (a decision with its run, a task with its arguments; fresh
+   * lease times). Found through the engine's index, checked against each stream.
+   */
+  private async claimsOfPoll(input: FromWorker<PollWorkInput>, pollId: string, policies: Policies, budget: AnswerBudget): Promise<WorkItem[]> {
+    const refs = this.engine.claimsOfPoll(input.appId, input.environment, input.workerId, pollId);
+    if (refs.length === 0) return [];
+    const items = await Promise.all(
+      refs.map((ref) => {
+        const again =
+          ref.kind === 'decision'
+            ? this.decisionAgain(input, ref.workflowId, budget, pollId)
+            : ref.kind === 'workflowTask' || ref.kind === 'task'
+              ? this.taskAgain(input, ref, pollId, policies, budget)
+              : Promise.resolve(null);
+        return again.catch((error: Error) => {
+          this.logger.warn(`claim of poll ${pollId} not handed again: ${error.message}`);
+          return null;
+        });
+      }),
+    );
+    return items.filter((i): i is WorkItem => i !== null);
+  }
+
+  /** A task attempt poll `pollId` of this worker started and still holds, as its claim handed it; null when it does not. */
+  private async taskAgain(input: FromWorker<PollWorkInput>, ref: DueRef, pollId: string, policies: Policies, budget: AnswerBudget): Promise<WorkItem | null> {
+    const now = this.clock.now();
+    const held = (attempt: AttemptState) => attempt.status === 'started' && attempt.workerId === input.workerId && attempt.pollId === pollId && attempt.leaseExpiresAt > now;
+    let found: { name: string; args: Json[]; attempt: Extract<AttemptState, { status: 'started' }>; workflowId: string | null; taskId: string | null; ref: string } | undefined;
+    if (ref.kind === 'workflowTask') {
+      const { state } = await this.runner.state(`workflow-${ref.workflowId}`, workflowDecider, workerContext(input));
+      if (state.status !== 'running' || state.appId !== input.appId || state.environment !== input.environment) return null;
+      const task = state.tasks.get(ref.seq);
+      if (!task || !held(task.attempt)) return null;
+      found = { name: task.name, args: task.args, attempt: task.attempt as Extract<AttemptState, { status: 'started' }>, workflowId: ref.workflowId, taskId: null, ref: formatRef({ kind: 'workflowTask', workflowId: ref.workflowId, seq: ref.seq }) };
+    } else if (ref.kind === 'task') {
+      const { state } = await this.runner.state(`task-${ref.taskId}`, taskDecider, workerContext(input));
+      if (state.status === 'none' || state.appId !== input.appId || state.environment !== input.environment || !held(state.attempt)) return null;
+      found = { name: state.name, args: state.args, attempt: state.attempt as Extract<AttemptState, { status: 'started' }>, workflowId: null, taskId: ref.taskId, ref: `task:${ref.taskId}` };
+    }
+    if (!found || !policies.has(found.name)) return null;
+    const text = JSON.stringify(found.args);
+    const cost = answerBytes(text);
+    // As a claim: the first task of an answer always goes, a further one only if the answer has room.
+    if (cost > budget.left && budget.left < budget.total) return null;
+    budget.left -= cost;
+    const { attemptId, attempts, leaseExpiresAt } = found.attempt;
+    return this.taskItem(found.ref, found.workflowId, found.taskId, found.name, text, { attemptId, attempt: attempts, leaseExpiresAt: iso(leaseExpiresAt) });
+  }
+
   /** What one answer may spend on decision histories and task arguments: half the response limit (its other fields have the rest). */
   private answerBudget(): AnswerBudget {
     // Within what the request's answer has left (answer-budget.ts): the aliases of one mutation share it.
@@ -264,7 +330,7 @@ export class EngineService {
       workflowDecider,
       (state) => {
         inScope(state, input, ref);
-        return { type: 'StartDecision' as const, decisionId, workerId: input.workerId, workflows: input.workflows, now, leaseMs: this.config.leaseMs, ifPending };
+        return { type: 'StartDecision' as const, decisionId, workerId: input.workerId, workflows: input.workflows, now, leaseMs: this.config.leaseMs, ifPending, ...pollOf(input) };
       },
       workerContext(input),
       options,
@@ -399,7 +465,7 @@ export class EngineService {
     const parsed = parseRef(ref);
     const attemptId = uuidv7();
     const now = this.clock.now();
-    const base = { attemptId, workerId: input.workerId, now, leaseMs: this.config.leaseMs };
+    const base = { attemptId, workerId: input.workerId, now, leaseMs: this.config.leaseMs, ...pollOf(input) };
     // The task's arguments take room in the answer: reserved when the claim is decided (a second
     // decision after a conflict gives the first one's back), given back if the claim fails. A claim
     // the answer has no room for is not made; the task stays claimable for the next poll.
@@ -829,6 +895,11 @@ function scoped<S extends { status: string; appId?: string; environment?: string
     inScope(state, scope, id);
     return command;
   };
+}
+
+/** The poll id to record with a claim, when the poll was given one. */
+function pollOf(input: { pollId?: string | null }): { pollId?: string } {
+  return input.pollId ? { pollId: input.pollId } : {};
 }
 
 /** The per-kind caps a poll asked for (`maxDecisions`, `maxTasks`); absent, only `maxItems` bounds it. */

@@ -71,7 +71,10 @@ export class WorkerProtocolResolver {
     this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
     const ended = this.registry.polling(input, principal.tokenId);
     try {
-      const items = await this.engine.poll({ ...input, tokenId: principal.tokenId }, gone.signal);
+      // `x-baton-resent`: the SDK client sends a request again when a kept-alive connection was
+      // reset under it; for a poll with an id, the first send may have claimed work elsewhere.
+      const resent = req?.headers['x-baton-resent'] !== undefined;
+      const items = await this.engine.poll({ ...input, tokenId: principal.tokenId }, gone.signal, { resent });
       answer?.charge(items, info);
       return items;
     } finally {

@@ -4,6 +4,9 @@ import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNotEmpty, IsNumber, IsOption
 import { AppScopedInput, NameField, PRINTABLE, PRINTABLE_MESSAGE } from '../graphql/common.types.js';
 import { MAX_NAME_LENGTH } from '../shared/limits.js';
 
+/** Longest `PollWorkInput.pollId`: a UUID (36) with room to spare; it is recorded with every claim the poll makes. */
+export const MAX_POLL_ID_LENGTH = 64;
+
 /** A worker's id, as the public API takes ids (`AppScopedInput`): 1 to `max` characters, no control characters. */
 function WorkerIdField(description: string, max = 128): PropertyDecorator {
   return (target, key) => {
@@ -132,7 +135,20 @@ export class PollWorkInput extends AppScopedInput {
   @Min(0)
   @Max(60_000)
   waitMs?: number | null;
+
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'An id the worker gives this poll, the same when it sends the poll again (its answer was lost): 1 to 64 letters, digits, "-" or "_". The claims a poll makes record it, and a poll that comes again with an id whose claims are still held by this worker is answered with those claims instead of claiming more. Absent: every poll claims anew.',
+  })
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MAX_POLL_ID_LENGTH)
+  @Matches(/^[A-Za-z0-9_-]+$/, { message: 'must be letters, digits, "-" or "_"' })
+  pollId?: string | null;
 }
+
 
 /** Refs and ids a worker echoes back are short; anything longer is not one of ours. */
 const MAX_REF_LENGTH = 512;

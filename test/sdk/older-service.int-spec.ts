@@ -19,11 +19,11 @@ const APP = 'demo';
 const NEW_FIELDS = ['maxDecisions', 'maxTasks'];
 
 /** Renames the new fields of `input` and of `input.claim`; true when there was one. */
-function renameNewFields(input: Record<string, unknown> | undefined): boolean {
+function renameNewFields(input: Record<string, unknown> | undefined, fields: string[]): boolean {
   let found = false;
   for (const target of [input, input?.claim as Record<string, unknown> | undefined]) {
     if (!target || typeof target !== 'object') continue;
-    for (const field of NEW_FIELDS) {
+    for (const field of fields) {
       if (field in target) {
         target[`${field}Unknown`] = target[field];
         delete target[field];
@@ -42,7 +42,11 @@ class OlderServiceProxy {
   private server!: http.Server;
   url = '';
 
-  constructor(private readonly target: string) {}
+  /** `fields`: those the older service does not define (by default, `maxDecisions` and `maxTasks`). */
+  constructor(
+    private readonly target: string,
+    private readonly fields = NEW_FIELDS,
+  ) {}
 
   async start(): Promise<void> {
     this.server = http.createServer((req, res) => {
@@ -63,11 +67,11 @@ class OlderServiceProxy {
       // forwarded as it is
     }
     const operation = /\b(pollWork|reportWork|heartbeatWork|decisionHistory)\b/.exec(parsed.query ?? '')?.[1] ?? 'other';
-    const newFields = renameNewFields(parsed.variables?.input);
+    const newFields = renameNewFields(parsed.variables?.input, this.fields);
     if (newFields) {
       this.refused.push(operation);
       const answer = await this.forward(req, JSON.stringify(parsed));
-      const text = answer.text.replace(/(max(?:Decisions|Tasks))Unknown/g, '$1');
+      const text = answer.text.replace(new RegExp(`(${this.fields.join('|')})Unknown`, 'g'), '$1');
       res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
       return;
     }
@@ -164,5 +168,39 @@ describe('a worker in front of an older service', () => {
     expect(warnings.filter((w) => w.includes('does not know maxDecisions/maxTasks'))).toHaveLength(1);
     // Nothing else went wrong: no failed poll or report retried.
     expect(warnings.filter((w) => !w.includes('does not know maxDecisions/maxTasks'))).toEqual([]);
+  }, 60_000);
+});
+
+describe('a worker in front of the service of the release before poll ids', () => {
+  it('leaves pollId out once the service refuses it (one warning), and runs its workflows and tasks', async () => {
+    const older = new OlderServiceProxy(service.url, ['pollId']);
+    await older.start();
+    const warnings: string[] = [];
+    const environment = 'older-service-poll-ids';
+    const worker = new Worker({
+      url: older.url,
+      token: service.token,
+      appId: APP,
+      environment,
+      workflows: [twoTasks],
+      tasks: [double],
+      pollWaitMs: 2_000,
+      logger: { info() {}, warn: (line: string) => warnings.push(line), error: (line: string) => warnings.push(line) },
+    });
+    const running = worker.run();
+    try {
+      const client = new Client({ url: service.url, token: service.token });
+      const ids = await Promise.all(Array.from({ length: 3 }, (_, i) => client.dispatchWorkflow({ appId: APP, environment, name: 'TwoTasksOlderService', input: [i] })));
+      for (const [i, id] of ids.entries()) {
+        expect(await client.awaitWorkflow(APP, environment, id, { timeoutMs: 20_000 })).toMatchObject({ state: 'COMPLETED', output: JSON.stringify(i * 4) });
+      }
+    } finally {
+      await worker.shutdown();
+      await running;
+      await older.stop();
+    }
+    // The two pollers' first polls, refused; none after.
+    expect({ refused: older.refused.length <= 2 && older.refused.every((o) => o === 'pollWork'), polls: older.forwarded.some((f) => f.operation === 'pollWork') }).toEqual({ refused: true, polls: true });
+    expect(warnings).toEqual([expect.stringContaining('does not know pollId')]);
   }, 60_000);
 });

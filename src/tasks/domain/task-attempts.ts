@@ -34,6 +34,8 @@ export interface AttemptEventData {
     leaseExpiresAt: string;
     deadlineAt: string | null;
     retryPolicy: RetryPolicy;
+    /** The poll that claimed it, when the worker named its poll (a poll sent again is answered with this claim). */
+    pollId?: string;
   };
   TaskLeaseExtended: { seq?: number; attemptId: string; leaseExpiresAt: string };
   TaskCompleted: { seq?: number; attemptId: string; result: Json };
@@ -88,6 +90,7 @@ export type AttemptState = AttemptMemory &
       leaseExpiresAt: number;
       deadlineAt: number | null;
       retryPolicy: RetryPolicy;
+      pollId?: string;
     }
   /** The result itself stays in the stream: state keeps only what deciding needs. */
   | { status: 'completed'; attempts: number; attemptId: string }
@@ -134,6 +137,7 @@ export function evolveAttempt(state: AttemptState, event: AttemptEvent): Attempt
         leaseExpiresAt: Date.parse(event.data.leaseExpiresAt),
         deadlineAt: event.data.deadlineAt === null ? null : Date.parse(event.data.deadlineAt),
         retryPolicy: event.data.retryPolicy,
+        ...(event.data.pollId !== undefined ? { pollId: event.data.pollId } : {}),
       }, earlier, state.ignored);
     }
     case 'TaskLeaseExtended':
@@ -174,6 +178,8 @@ export function evolveAttempt(state: AttemptState, event: AttemptEvent): Attempt
 export interface StartAttempt {
   attemptId: string;
   workerId: string;
+  /** The poll claiming it, recorded when given. */
+  pollId?: string;
   now: number;
   leaseMs: number;
   retryPolicy: RetryPolicy;
@@ -201,6 +207,7 @@ export function decideStart(state: AttemptState, cmd: StartAttempt, seq?: number
         leaseExpiresAt: iso(leaseExpiresAt),
         deadlineAt: deadlineAt === null ? null : iso(deadlineAt),
         retryPolicy: cmd.retryPolicy,
+        ...(cmd.pollId !== undefined ? { pollId: cmd.pollId } : {}),
       },
     },
   ];

@@ -45,7 +45,7 @@ export type TaskState =
 
 export type TaskCommand =
   | { type: 'DispatchTask'; taskId: string; appId: string; environment: string; name: string; args: Json[]; tag?: string | null; scheduleId?: string | null; parent?: { workflowId: string; seq: number } | null; now: number }
-  | { type: 'StartTask'; attemptId: string; workerId: string; now: number; leaseMs: number; retryPolicy: RetryPolicy; timeoutMs: number | null }
+  | { type: 'StartTask'; attemptId: string; workerId: string; pollId?: string; now: number; leaseMs: number; retryPolicy: RetryPolicy; timeoutMs: number | null }
   | { type: 'HeartbeatTask'; attemptId: string; now: number; leaseMs: number }
   | { type: 'CompleteTask'; attemptId: string; result: Json }
   | { type: 'FailTask'; attemptId: string; error: TaskError; now: number }

@@ -37,7 +37,8 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
     scheduleId: string | null;
     dispatchedAt: string;
   };
-  DecisionStarted: { decisionId: string; workerId: string; version: string; startedAt: string; leaseExpiresAt: string };
+  /** `pollId`: the poll that claimed it, when the worker named its poll (a poll sent again is answered with this claim). */
+  DecisionStarted: { decisionId: string; workerId: string; version: string; startedAt: string; leaseExpiresAt: string; pollId?: string };
   /** Ends this run and starts the next under the same id, with `input` and an empty history. */
   WorkflowContinuedAsNew: WorkflowEventData['WorkflowDispatched'] & {
     run: number;
@@ -177,7 +178,7 @@ export type WorkflowState =
       version: string | null;
       /** Something happened that the workflow code has not yet seen. */
       needsDecision: boolean;
-      decision: { id: string; workerId: string; leaseExpiresAt: number } | null;
+      decision: { id: string; workerId: string; leaseExpiresAt: number; pollId?: string } | null;
       /** The newest decision started, and where: a worker that holds the run up to there gets only what followed. */
       lastDecision: { id: string; workerId: string; revision: bigint; startedAt: number } | null;
       /** The decision whose report was applied (or discarded) last: a repeat of that report is acknowledged, not refused. */
@@ -257,6 +258,8 @@ export type WorkflowCommand =
       workflows: string[];
       now: number;
       leaseMs: number;
+      /** The poll claiming it, recorded when given. */
+      pollId?: string;
       /** No decision pending decides nothing instead of refusing (an opportunistic claim: no error to build). */
       ifPending?: boolean;
     }
@@ -281,6 +284,8 @@ export type WorkflowCommand =
       seq: number;
       attemptId: string;
       workerId: string;
+      /** The poll claiming it, recorded when given. */
+      pollId?: string;
       now: number;
       leaseMs: number;
       retryPolicy: RetryPolicy;
@@ -397,6 +402,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
               version,
               startedAt: iso(command.now),
               leaseExpiresAt: iso(command.now + command.leaseMs),
+              ...(command.pollId !== undefined ? { pollId: command.pollId } : {}),
             },
           },
         ];
@@ -569,7 +575,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           ...state,
           version: state.version ?? event.data.version,
           needsDecision: false,
-          decision: { id: event.data.decisionId, workerId: event.data.workerId, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) },
+          decision: {
+            id: event.data.decisionId,
+            workerId: event.data.workerId,
+            leaseExpiresAt: Date.parse(event.data.leaseExpiresAt),
+            ...(event.data.pollId !== undefined ? { pollId: event.data.pollId } : {}),
+          },
           eventsDuringDecision: undefined,
           lastDecision: { id: event.data.decisionId, workerId: event.data.workerId, revision: event.revision ?? -1n, startedAt: Date.parse(event.data.startedAt) },
         };
