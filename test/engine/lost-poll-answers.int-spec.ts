@@ -87,6 +87,32 @@ describe('a real SDK worker behind a proxy that drops the answer of the poll tha
   });
 });
 
+describe('a real SDK worker behind a proxy that drops the answers of both the poll that claimed a task allowed one attempt and its resend', () => {
+  it('polls again under the same id, marked as sent again, and gets the attempt: the task runs once and completes', async () => {
+    const proxy = await answerDroppingProxy(service);
+    const log = join(mkdtempSync(join(tmpdir(), 'baton-lost-poll-')), 'fixtures.log');
+    try {
+      const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
+      const warm = await admin.dispatchTask('echo', JSON.stringify(['warm']));
+      await waitFor(async () => ((await admin.task(warm))?.state === 'COMPLETED' ? true : null), { timeoutMs: 15_000, description: 'the first task completed' });
+      // The client's resend is answered with the same attempt: that answer is dropped too.
+      proxy.arm((request, answer) => request.includes('pollWork') && answer.includes('"kind":"TASK"'), 2);
+      const id = await admin.dispatchTask('longHeartbeat', JSON.stringify([10]));
+      const task = await waitFor(
+        async () => {
+          const t = await admin.task(id);
+          return t && (t.state === 'COMPLETED' || t.state === 'FAILED') ? t : null;
+        },
+        { timeoutMs: 15_000 + 3 * LEASE_MS, description: `task ${id} ended` },
+      );
+      expect({ cuts: proxy.cuts(), state: task.state, attempts: task.attempts, ran: logged(log, 'longHeartbeat', 'start') }).toEqual({ cuts: 2, state: 'COMPLETED', attempts: 1, ran: 1 });
+      await worker.stop();
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
 describe('a real SDK worker behind a proxy that drops the answer of the poll that claimed a decision', () => {
   it('gets the decision again with the resent poll: no decision waits for its lease to time out', async () => {
     const proxy = await answerDroppingProxy(service);
