@@ -234,14 +234,20 @@ export class Client {
    * and with Node's error when the service cannot be reached (e.g. `ECONNREFUSED`). The way to
    * every operation this client has no method for. A request that fails on a reused kept-alive
    * connection is sent once more on a new one only when `resendable` (by default: a document with no `mutation` in it),
-   * since the service may have applied it before the connection was cut.
+   * since the service may have applied it before the connection was cut. `resent`: the caller
+   * sends again a request whose answer it never got (a poll that names itself, `pollId`, is then
+   * answered with the claims its first send made, on whichever instance that landed).
    * @example
    * const { workflows } = await baton.request<{ workflows: { nodes: Array<{ id: string }> } }>(
    *   'query($filter: WorkflowFilterInput!) { workflows(filter: $filter, first: 50) { nodes { id } } }',
    *   { filter: { appId: 'demo', environment: 'dev', state: 'FAILED' } },
    * );
    */
-  async request<T>(query: string, variables: Record<string, unknown> = {}, options: { signal?: AbortSignal; extraTimeoutMs?: number; resendable?: boolean } = {}): Promise<T> {
+  async request<T>(
+    query: string,
+    variables: Record<string, unknown> = {},
+    options: { signal?: AbortSignal; extraTimeoutMs?: number; resendable?: boolean; resent?: boolean } = {},
+  ): Promise<T> {
     // Within what a Node timer waits: past it, the timer fires at once (a long poll's wait added to a long timeoutMs).
     const deadline = AbortSignal.timeout(Math.min(this.timeoutMs + Math.max(0, Math.round(options.extraTimeoutMs ?? 0)), MAX_TIMER_MS));
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
@@ -251,7 +257,7 @@ export class Client {
     // Any `mutation` word counts (after a comment, after fragments, anywhere): a query wrongly
     // taken for a mutation only loses one resend, a mutation taken for a query was applied twice.
     const resendable = options.resendable ?? !/\bmutation\b/.test(query);
-    const response = await this.post(JSON.stringify({ query, variables }), signal, resendable);
+    const response = await this.post(JSON.stringify({ query, variables }), signal, resendable, options.resent === true);
     const text = response.text;
     const seconds = response.retryAfter === undefined ? NaN : Number(response.retryAfter);
     const retryAfterMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
@@ -303,7 +309,7 @@ export class Client {
         },
       );
       request.on('error', (error: NodeJS.ErrnoException) => {
-        if (resendable && !resent && request.reusedSocket && !signal.aborted && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+        if (resendable && request.reusedSocket && !signal.aborted && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
           this.post(body, signal, false, true).then(resolve, reject);
         } else reject(signal.aborted ? (signal.reason ?? error) : error);
       });

@@ -413,6 +413,11 @@ export class Worker {
   /** Polls for one kind of work whenever that kind has a free slot, until shutdown. */
   private async pollLoop(kind: WorkKind): Promise<void> {
     let backoff = 100;
+    // A poll that failed may have claimed work (the connection cut, the client's own resend too,
+    // its deadline, a proxy's error page): the next poll goes under its id, marked as sent again,
+    // and is answered with those claims (DECISIONS.md "A repeated poll is answered with its claims").
+    // One that claimed nothing costs the service one head read.
+    let unanswered: string | undefined;
     while (!this.stopping.signal.aborted) {
       const free = this.free(kind);
       if (free <= 0) {
@@ -420,12 +425,15 @@ export class Worker {
         continue;
       }
       let items: WorkItem[];
+      const pollId = unanswered ?? randomUUID();
       try {
-        items = await this.poll(kind, free);
+        items = await this.poll(kind, free, pollId, unanswered !== undefined);
+        unanswered = undefined;
         backoff = 100;
         this.answered();
       } catch (error) {
         if (this.stopping.signal.aborted) break;
+        unanswered = pollId;
         if (this.olderService(error) || this.olderPollService(error)) continue;
         // A 429 says when to come back (Retry-After): sooner is refused again.
         const wait = Math.max(backoff, error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
@@ -604,7 +612,7 @@ export class Worker {
     });
   }
 
-  private async poll(kind: WorkKind, free: number): Promise<WorkItem[]> {
+  private async poll(kind: WorkKind, free: number, pollId: string, resent: boolean): Promise<WorkItem[]> {
     const maxItems = Math.min(free, 100);
     const waitMs = this.options.pollWaitMs ?? 20_000;
     const data = await this.client.request<{ pollWork: WorkItem[] }>(
@@ -619,12 +627,12 @@ export class Worker {
           ...(this.perKindCaps ? { maxDecisions: kind === 'DECISION' ? maxItems : 0, maxTasks: kind === 'TASK' ? maxItems : 0 } : {}),
           waitMs,
           // The same on the client's resend: a poll that comes again is answered with what it claimed.
-          ...(Date.now() >= this.pollIdsFrom ? { pollId: randomUUID() } : {}),
+          ...(Date.now() >= this.pollIdsFrom ? { pollId } : {}),
         },
       },
       // Sent again (a reset kept-alive connection), the poll is answered with the claims its first
       // send made (the service finds them by its pollId), and claims nothing more.
-      { signal: this.stopping.signal, extraTimeoutMs: waitMs, resendable: true },
+      { signal: this.stopping.signal, extraTimeoutMs: waitMs, resendable: true, resent },
     );
     return data.pollWork;
   }
