@@ -185,6 +185,28 @@ describe('two instances on one store: a poll whose answer from A is lost, resent
   });
 });
 
+describe('a poll whose answer is lost, resent to the instance as it starts draining (SIGTERM, SHUTDOWN_DELAY_MS)', () => {
+  it('is answered at once with the claim its first send made, though the instance claims nothing new', async () => {
+    const d = await startService({ env: { LEASE_MS: String(LEASE_MS), SHUTDOWN_DELAY_MS: '5000' } });
+    try {
+      const [token] = await issueTokens(d, [{ apps: ['demo'], role: 'worker' }]);
+      const api = new Client(d, scope.appId, scope.environment);
+      const taskName = unique('DrainPoll');
+      const taskId = expectData(await api.dispatchTaskRaw({ name: taskName, input: '[]' })).dispatchTask.id as string;
+      const input = { ...scope, workerId: unique('chaos-worker'), workflows: [], tasks: [{ name: taskName }], maxItems: 1, waitMs: 5_000, pollId: unique('poll') };
+      const body = JSON.stringify({ query: POLL, variables: { input } });
+      const lost = expectData(await post(d, body, token)).pollWork as Item[];
+      expect(lost.map((i) => i.taskId)).toEqual([taskId]);
+      d.process.kill('SIGTERM');
+      await waitFor(async () => ((await fetch(`${d.url}/health/ready`)).status === 503 ? true : null), { timeoutMs: 3_000, description: 'the instance draining' });
+      const resent = expectData(await post(d, JSON.stringify({ query: POLL, variables: { input: { ...input, waitMs: 0 } } }), token, { 'x-baton-resent': '1' })).pollWork as Item[];
+      expect(resent.map((i) => i.attemptId)).toEqual([lost[0].attemptId]);
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
 describe('pollId', () => {
   it('is refused when empty, longer than 64 characters or with characters other than letters, digits, "-" and "_", naming pollId', async () => {
     const poll = (pollId: string) =>
