@@ -103,10 +103,19 @@ export class EngineService {
   }
 
   /**
-   * `resent`: the client says it sent this request before (its answer was lost), so its claims
-   * may have been made on another instance: the engine's index is first brought up to the store's
-   * head, which includes them (they were appended before that answer was written).
+   * The claims a poll with this id made for this worker and that it still holds (its answer was
+   * lost); none for a poll without an id. `resent`: the client says it sent this request before, so
+   * they may have been made on another instance: the engine's index is first brought up to the
+   * store's head, which includes them (they were appended before that answer was written).
    */
+  async claimsAgain(input: FromWorker<PollWorkInput>, resent: boolean, budget: AnswerBudget = this.answerBudget()): Promise<WorkItem[]> {
+    if (!input.pollId) return [];
+    if (resent) await this.fence.upToHead();
+    const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
+    return this.claimsOfPoll(input, input.pollId, policies, budget);
+  }
+
+  /** `resent`: see `claimsAgain`. */
   async poll(input: FromWorker<PollWorkInput>, signal?: AbortSignal, options: { resent?: boolean } = {}): Promise<WorkItem[]> {
     const max = input.maxItems ?? 10;
     const deadline = Date.now() + (input.waitMs ?? 20_000);
@@ -118,11 +127,8 @@ export class EngineService {
     const budget = this.answerBudget();
     // A poll that comes again (same worker, same poll id) whose claims still hold is answered with
     // them: the first answer was lost, and claiming more would leave those to lapse.
-    if (input.pollId) {
-      if (options.resent) await this.fence.upToHead();
-      const again = await this.claimsOfPoll(input, input.pollId, policies, budget);
-      if (again.length > 0) return again;
-    }
+    const again = await this.claimsAgain(input, options.resent === true, budget);
+    if (again.length > 0) return again;
     // Registered with the index for the whole poll: new work wakes one parked poll, and what this
     // one leaves (its limits, its end) goes to another (EngineState.watch).
     const watch = this.engine.watch(input.appId, input.environment, workflows, taskNames);

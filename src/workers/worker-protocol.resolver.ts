@@ -45,11 +45,20 @@ export class WorkerProtocolResolver {
     @Info() info?: GraphQLResolveInfo,
   ): Promise<WorkItem[]> {
     assertScope(principal, input.appId, input.environment);
-    // An instance that is draining answers parked polls empty and claims nothing new. A poll that
+    // `x-baton-resent`: the SDK client sends a request again when a kept-alive connection was
+    // reset under it; for a poll with an id, the first send may have claimed work elsewhere.
+    const resent = req?.headers['x-baton-resent'] !== undefined;
+    // An instance that is draining answers parked polls empty and claims nothing new; a poll sent
+    // again is still handed what its first send claimed (claiming nothing new). A poll that
     // arrives meanwhile waits (its waitMs, until the app closes, or the worker goes) and is then
     // answered empty: answered at once, the worker polled again at once, on the same connection,
     // hundreds of times a second for the whole SHUTDOWN_DELAY_MS.
     if (this.lifecycle.draining) {
+      const again = await this.engine.claimsAgain({ ...input, tokenId: principal.tokenId }, resent);
+      if (again.length > 0) {
+        currentAnswerBudget()?.charge(again, info);
+        return again;
+      }
       if (!this.polling.take(principal.tokenId)) throw new TooManyPollsError(this.polling.limit);
       try {
         await this.drained(input.waitMs ?? 20_000, req?.raw.socket);
@@ -71,9 +80,6 @@ export class WorkerProtocolResolver {
     this.lifecycle.drainSignal.addEventListener('abort', onClose, { once: true });
     const ended = this.registry.polling(input, principal.tokenId);
     try {
-      // `x-baton-resent`: the SDK client sends a request again when a kept-alive connection was
-      // reset under it; for a poll with an id, the first send may have claimed work elsewhere.
-      const resent = req?.headers['x-baton-resent'] !== undefined;
       const items = await this.engine.poll({ ...input, tokenId: principal.tokenId }, gone.signal, { resent });
       answer?.charge(items, info);
       return items;
