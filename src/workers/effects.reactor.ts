@@ -11,6 +11,7 @@ import { EffectsQueue, HeldEffect } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { SelectorActions } from '../workflows/commands/selector-actions.js';
+import { PendingChildren } from '../workflows/pending-children.js';
 import { type ExistingWorkflow, WorkflowCommand, WorkflowEventData, type WorkflowState, awaitedRunning, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
@@ -145,6 +146,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(READ_MODEL_DB) private readonly rm: ReadModelDb,
     private readonly schedules: ScheduleCreator,
+    private readonly children: PendingChildren,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -185,6 +187,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       maxRetryingPerApp: this.limits.maxRetryingPerApp,
     });
     if (this.read < 0n) this.read = this.position = this.rm.checkpoint(EFFECTS_CHECKPOINT);
+    this.children.readTo(this.read);
     // After a dropped subscription, what was read is still queued or done: go on after it.
     this.subscription = this.store.subscribe((event) => this.handle(event), {
       after: this.read < 0n ? undefined : this.read,
@@ -216,10 +219,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       }
     }
     this.read = event.position;
+    this.children.readTo(event.position);
     this.advance();
   }
 
   private hold(event: RecordedEvent, app: string): void {
+    if (event.type === 'ChildWorkflowStarted') this.children.announce((event.data as WorkflowEventData['ChildWorkflowStarted']).childId);
     const bytes = EVENT_OVERHEAD_BYTES + JSON.stringify(event.data ?? null).length;
     this.queue.add(event.position, app, event.type === 'ControlRequested', bytes, event);
   }
@@ -381,6 +386,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       }
     }
     this.queue.finish(effect);
+    if (event.type === 'ChildWorkflowStarted') this.children.settle((event.data as WorkflowEventData['ChildWorkflowStarted']).childId);
     if (!this.queue.full) {
       this.wakeReader?.();
       this.wakeReader = undefined;

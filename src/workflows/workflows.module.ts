@@ -7,6 +7,7 @@ import { PauseWorkflowsHandler, PauseWorkflowsResolver } from './commands/pause-
 import { ResumeWorkflowsHandler, ResumeWorkflowsResolver } from './commands/resume-workflows/resume-workflows.js';
 import { RetryWorkflowsHandler, RetryWorkflowsResolver } from './commands/retry-workflows/retry-workflows.js';
 import { SelectorActions } from './commands/selector-actions.js';
+import { PendingChildren } from './pending-children.js';
 import { SendEventToWorkflowsHandler, SendEventToWorkflowsResolver } from './commands/send-event-to-workflows/send-event-to-workflows.js';
 import { TerminateWorkflowsHandler, TerminateWorkflowsResolver } from './commands/terminate-workflows/terminate-workflows.js';
 import { WorkflowQueriesResolver } from './queries/workflow-queries.resolver.js';
@@ -19,6 +20,7 @@ import { WorkflowsReadModel } from './workflows.read-model.js';
     WorkflowsReadModel,
     WorkflowDispatcher,
     SelectorActions,
+    PendingChildren,
     DispatchWorkflowHandler,
     DispatchWorkflowResolver,
     PauseWorkflowsHandler,
@@ -34,7 +36,7 @@ import { WorkflowsReadModel } from './workflows.read-model.js';
     WorkflowQueriesResolver,
     WorkflowEndings,
   ],
-  exports: [WorkflowsReadModel, WorkflowDispatcher, SelectorActions],
+  exports: [WorkflowsReadModel, WorkflowDispatcher, SelectorActions, PendingChildren],
 })
 export class WorkflowsModule {
   constructor(registry: EventRegistry) {

@@ -19,6 +19,7 @@ import type { TaskDispatcher } from '../../src/tasks/commands/dispatch-task/disp
 import { EffectsReactor } from '../../src/workers/effects.reactor.js';
 import type { WorkflowDispatcher } from '../../src/workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import type { SelectorActions } from '../../src/workflows/commands/selector-actions.js';
+import { PendingChildren } from '../../src/workflows/pending-children.js';
 import type { WorkflowsReadModel } from '../../src/workflows/workflows.read-model.js';
 import { waitFor } from './wait-for.js';
 
@@ -69,6 +70,7 @@ export function reactorOnTempStore(effect: TaskEffect, cleanup: Array<() => Prom
     store,
     rm,
     {} as ScheduleCreator,
+    new PendingChildren(),
   );
   cleanup.push(() => reactor.onApplicationShutdown());
   /** `n` task effects of `appId` (task ids `${prefix}-${i}` from `from`), 500 events an append; `argBytes` of argument each. */

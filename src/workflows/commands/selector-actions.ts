@@ -11,6 +11,10 @@ import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.d
 import { Selector } from '../domain/workflow-commands.js';
 import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
 import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
+import { PendingChildren } from '../pending-children.js';
+
+/** Longest an `{ id }` selector waits for a child its parent recorded to be created (the read fence's bound). */
+const CHILD_CREATION_WAIT_MS = 10_000;
 
 /**
  * A selector as the API takes it: one of the three documented forms, or `{ id, name }`, which the
@@ -56,17 +60,29 @@ export class SelectorActions {
     private readonly workflows: WorkflowsReadModel,
     private readonly runner: DeciderRunner,
     private readonly fence: ReadFence,
+    private readonly children: PendingChildren,
   ) {}
 
   /**
    * The workflow an `{ id }` selector picks, once this instance's read models include the store's
-   * head, so a workflow acknowledged by any instance before this call is found.
+   * head, so a workflow acknowledged by any instance before this call is found. With
+   * `waitForChild` (the API's actions), a child whose parent recorded it (its id is in the
+   * parent's history) and that the effects reactor has still to create is waited for, up to
+   * CHILD_CREATION_WAIT_MS, rather than answered NOT_FOUND. Not in the reactor's own effects: a
+   * later child's creation waits behind them (an app's effects are ordered).
    */
-  async selectId(appId: string, environment: string, selector: { id: string; name?: string }): Promise<WorkflowView> {
-    const at = await this.fence.upToHead();
+  async selectId(appId: string, environment: string, selector: { id: string; name?: string }, options: { waitForChild?: boolean } = {}): Promise<WorkflowView> {
+    let at = await this.fence.upToHead();
     // A UUID is read in either case (RFC 9562): ids are handed out in lower case, and one kept
     // in a column that gives it back in upper case still picks its workflow.
-    const view = isUuid(selector.id) ? this.workflows.get(appId, environment, selector.id.toLowerCase()) : undefined;
+    const id = isUuid(selector.id) ? selector.id.toLowerCase() : undefined;
+    let view = id === undefined ? undefined : this.workflows.get(appId, environment, id);
+    // A child its parent recorded (its id is in the parent's history) that the effects reactor
+    // has not created yet: wait for it, then read again up to the head.
+    if (id !== undefined && !view && options.waitForChild === true && (await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS))) {
+      at = await this.fence.upToHead();
+      view = this.workflows.get(appId, environment, id);
+    }
     // With a name, the id must be a workflow of that name (or of that name's versions).
     const named = selector.name === undefined || (view !== undefined && (view.name === selector.name || baseName(view.name) === selector.name));
     if (!view || !named) {
@@ -78,7 +94,7 @@ export class SelectorActions {
 
   async apply(principal: Principal, input: SelectorActionInput, command: WorkflowCommand): Promise<SelectorActionResult> {
     assertScope(principal, input.appId, input.environment);
-    return this.applyTo(contextFor(principal, input.appId, input.environment), toSelector(input.selector), command);
+    return this.applyTo(contextFor(principal, input.appId, input.environment), toSelector(input.selector), command, { waitForChild: true });
   }
 
   /**
@@ -91,7 +107,7 @@ export class SelectorActions {
     context: CommandContext,
     selector: ApiSelector,
     command: WorkflowCommand,
-    options: { eventId?: (workflowId: string) => string } = {},
+    options: { eventId?: (workflowId: string) => string; waitForChild?: boolean } = {},
   ): Promise<SelectorActionResult> {
     const { appId, environment } = context;
     // An effect of a workflow's `select()` is carried out by every instance's reactor, and again
@@ -104,7 +120,7 @@ export class SelectorActions {
       return result.events.length > 0 || (causeId !== undefined && result.state.status !== 'none' && result.state.causes?.has(causeId) === true);
     };
     if ('id' in selector) {
-      const view = await this.selectId(appId, environment, selector);
+      const view = await this.selectId(appId, environment, selector, { waitForChild: options.waitForChild });
       return { status: SelectorActionStatus.OK, matched: 1, changed: (await run(view.id)) ? 1 : 0, workflowIds: [view.id] };
     }
     const at = await this.fence.upToHead();

@@ -1,0 +1,69 @@
+import { Injectable } from '@nestjs/common';
+
+/**
+ * Child workflows whose id is already recorded (`ChildWorkflowStarted` in the parent's stream;
+ * `ctx.dispatch` answers it to the code) and that this instance's effects reactor has not created
+ * yet. An `{ id }` selector for such a child waits for its creation instead of answering
+ * NOT_FOUND, which the original service's client reads as "nothing matched" (the event is lost
+ * without an error). The reactor announces a child when it takes its `ChildWorkflowStarted` and
+ * settles it once that effect is finished (carried out or skipped); it also says how far it has
+ * read, so that a selector knows every child announced up to the position it read to is listed.
+ */
+@Injectable()
+export class PendingChildren {
+  private readonly pending = new Map<string, { done: Promise<void>; settle: () => void }>();
+  private read = -1n;
+  private readonly readers = new Set<{ at: bigint; wake: () => void }>();
+
+  /** The reactor took the `ChildWorkflowStarted` of `childId`: the child is about to be created. */
+  announce(childId: string): void {
+    if (this.pending.has(childId)) return;
+    let settle!: () => void;
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    this.pending.set(childId, { done, settle });
+  }
+
+  /** The effect that creates `childId` is finished (the child exists, or it was skipped). */
+  settle(childId: string): void {
+    const entry = this.pending.get(childId);
+    if (!entry) return;
+    this.pending.delete(childId);
+    entry.settle();
+  }
+
+  /** The reactor has read the log up to `position` (every child announced up to there is listed). */
+  readTo(position: bigint): void {
+    if (position <= this.read) return;
+    this.read = position;
+    for (const reader of this.readers) if (reader.at <= position) reader.wake();
+  }
+
+  /**
+   * Waits (at most `timeoutMs` in all) until the reactor has read up to `at` and, when `childId` is
+   * a child it has still to create, until it has. True when the child was pending (look again).
+   */
+  async waitFor(childId: string, at: bigint, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    if (this.read < at) {
+      let reader!: { at: bigint; wake: () => void };
+      const caughtUp = new Promise<void>((resolve) => {
+        reader = { at, wake: resolve };
+        this.readers.add(reader);
+      });
+      await within(caughtUp, deadline - Date.now());
+      this.readers.delete(reader);
+    }
+    const entry = this.pending.get(childId);
+    if (!entry) return false;
+    await within(entry.done, deadline - Date.now());
+    return true;
+  }
+}
+
+/** `promise`, or nothing after `ms`. */
+async function within(promise: Promise<void>, ms: number): Promise<void> {
+  if (ms <= 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
