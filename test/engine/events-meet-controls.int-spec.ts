@@ -1,5 +1,5 @@
 /**
- * Review (events): where events meet the other controls, with a real service (two instances on one
+ * Where events meet the other controls, with a real service (two instances on one
  * store) and a real `baton worker` process.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -9,8 +9,8 @@ import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 
 const APP = 'demo';
-const ENV = 'review-events';
-const MODULE = 'dist/test/support/fixtures/review-events.js';
+const ENV = 'events-controls';
+const MODULE = 'dist/test/support/fixtures/events-controls.js';
 
 let a: Service;
 let b: Service;

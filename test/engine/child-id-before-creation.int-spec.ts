@@ -1,5 +1,5 @@
 /**
- * Review (events meet child workflows): a child's id is handed out before the child exists. The
+ * Events meet child workflows: a child's id is handed out before the child exists. The
  * parent's decision records `ChildWorkflowStarted` with the child's id (in the parent's history;
  * `ctx.dispatch` answers it to the code, which may pass it to a task or a query), and the effects
  * reactor creates the child afterwards, behind every earlier effect of the app. An event sent by
@@ -15,7 +15,7 @@ import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 
 const APP = 'demo';
-const ENV = 'review-events-child-id';
+const ENV = 'child-id-early';
 
 let service: Service;
 let client: Client;
@@ -24,7 +24,7 @@ let worker: FixtureWorker;
 beforeAll(async () => {
   service = await startService();
   client = new Client({ url: service.url, token: service.token });
-  worker = await startWorker({ url: service.url, token: service.token, environment: ENV, module: 'dist/test/support/fixtures/review-events.js' });
+  worker = await startWorker({ url: service.url, token: service.token, environment: ENV, module: 'dist/test/support/fixtures/events-controls.js' });
 }, 60_000);
 
 afterAll(async () => {
