@@ -129,7 +129,9 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
     // now asks for 2 x MAX_DECISION_BYTES + 256 x MAX_DECISION_COMMANDS.
     fake = await FakeEsdb.start();
     fake.maxAppendSize = 2 * DEFAULT_LIMITS.decisionBytes + 256 * DEFAULT_LIMITS.decisionCommands;
-    store = new EsdbEventStore(fake.url, { callTimeoutMs: 5_000 });
+    // A deadline for a dead server, not a timing: encoding and sending a 7 MB append through the
+    // fake server took over 5 s on a loaded CI machine.
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 60_000 });
     const workflowId = '0190c4f4-0000-7000-8000-0000000000d3';
     const stream = `workflow-${workflowId}`;
     const queues = new StreamQueues(store);
@@ -151,7 +153,7 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
       .then(() => 'recorded', (error: Error) => error.message);
 
     expect(outcome).toBe('recorded');
-  });
+  }, 180_000);
 
   it('refuses a dispatch into a tombstoned stream with a domain error, so a replayed effect is skipped rather than retried for ever', async () => {
     // Each EventStoreDB instance keeps its own read models and effects checkpoint (an emptyDir in
