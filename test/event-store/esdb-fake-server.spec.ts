@@ -36,7 +36,8 @@ afterEach(async () => {
 describe('EsdbEventStore against a fake EventStoreDB', () => {
   it('does not fail an append on the new connection when a call of the connection it replaced fails', async () => {
     fake = await FakeEsdb.start();
-    store = new EsdbEventStore(fake.url, { callTimeoutMs: 500 });
+    // Long enough for the probes' round trips on a loaded machine (500 ms failed once in CI).
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 3_000 });
     // The server never answers the first append: the store gives up at its deadline (and replaces
     // its connection).
     fake.hold = (append) => append.streamId === 'workflow-silent';
