@@ -165,7 +165,7 @@ function sample(cls: Function, property: string, rules: Rule[]): unknown {
   if (has(rules, 'isString') || matches) {
     if (!matches) return 'sample text';
     const source = (matches.constraints[0] as RegExp).source;
-    const known: Record<string, string> = { [PRINTABLE.source]: 'printable ✓ text', '^v\\d+$': 'v2' };
+    const known: Record<string, string> = { [PRINTABLE.source]: 'printable ✓ text', '^v\\d+$': 'v2', '^[A-Za-z0-9_-]+$': 'poll-7_Ab' };
     if (!(source in known)) throw new Error(`${cls.name}.${property}: give the spec a sample for /${source}/`);
     return known[source];
   }
