@@ -85,7 +85,8 @@ describe('durable read models', () => {
   });
 
   it('a projection subscription that dies is restarted with backoff; /health is 503 with the reason meanwhile', async () => {
-    const service = await startService({ env: { BATON_FAULTS: 'projection-drop:WorkflowPaused:1500', LOG_LEVEL: 'info' } });
+    const service = await startService({ env: { BATON_FAULTS: 'projection-drop:WorkflowPaused:4000', LOG_LEVEL: 'info' } });
+    // Down for 4 s: on a loaded machine a 1.5 s window closed before the scrape between two 503s below.
     services.push(service);
     const api = new Client(service, 'demo', 'dev');
     const id = await api.dispatchWorkflow(unique('Dropped'));
@@ -94,16 +95,16 @@ describe('durable read models', () => {
     const down = await waitFor(async () => {
       const h = await health(service);
       return h.status === 503 ? h : null;
-    }, { timeoutMs: 5000, description: '/health 503' });
+    }, { timeoutMs: 15_000, description: '/health 503' });
     expect(down.body.details.projections.reason).toMatch(/projection subscription stopped at position \d+: injected fault/);
     // baton_ready says the same as /health/ready: a scrape taken while it answers 503 (before and after).
     const readyWhileDown = await waitFor(async () => {
       if ((await health(service)).status !== 503) return null;
       const text = await (await fetch(`${service.url}/metrics`)).text();
       return (await health(service)).status === 503 ? /^baton_ready (\S+)$/m.exec(text)?.[1] : null;
-    }, { timeoutMs: 5000, description: 'a scrape while /health is 503' });
+    }, { timeoutMs: 15_000, description: 'a scrape while /health is 503' });
     expect(readyWhileDown).toBe('0');
-    await waitFor(async () => (await health(service)).status === 200, { timeoutMs: 10_000, description: '/health 200 again' });
+    await waitFor(async () => (await health(service)).status === 200, { timeoutMs: 20_000, description: '/health 200 again' });
     expect(await paused).toMatchObject({ matched: 1, changed: 1 });
     expect(await api.state(id)).toBe('PAUSED');
     await service.logged(/projection subscription restarted at position \d+/);
