@@ -1,0 +1,148 @@
+/**
+ * Review (many instances, one store): a write acknowledged through instance A is seen by the very
+ * next request through instance B (no sleep, no retry), also by mutations whose answer is read
+ * back from B's read models and by the checks a mutation makes before it acts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Service, freshStoreUrl, startService } from '../support/service.js';
+import { dirname, join } from 'node:path';
+import { Client, expectData, gql, unique } from './api-helpers.js';
+import { Schedules } from '../schedules/schedule-helpers.js';
+import { HEARTBEAT, REPORT_WORK, poll } from './security-helpers.js';
+
+/**
+ * Two topologies: the embedded store's file shared, read models included (the default), and each
+ * instance with read models of its own (`READ_MODEL_PATH`), as every instance next to EventStoreDB
+ * has them (README: "next to EventStoreDB give each instance its own").
+ */
+async function startPair(ownReadModels: boolean, env: Record<string, string> = {}): Promise<{ a: Service; b: Service }> {
+  const storeUrl = freshStoreUrl();
+  const dir = dirname(storeUrl.slice('sqlite:'.length));
+  const a = await startService({ storeUrl, env: { LOG_LEVEL: 'info', ...env, ...(ownReadModels ? { READ_MODEL_PATH: join(dir, 'rm-a.db') } : {}) } });
+  const b = await startService({ storeUrl, env: { LOG_LEVEL: 'info', ...env, ...(ownReadModels ? { READ_MODEL_PATH: join(dir, 'rm-b.db') } : {}) } });
+  return { a, b };
+}
+
+describe.each([
+  ['one shared read-model file', false],
+  ['read models of their own', true],
+])('review: two instances on one store (%s), the next request on B after a write on A', (_topology, ownReadModels) => {
+  let a: Service;
+  let b: Service;
+  let apiA: Client;
+  let apiB: Client;
+  let sa: Schedules;
+  let sb: Schedules;
+
+  beforeAll(async () => {
+    ({ a, b } = await startPair(ownReadModels));
+    apiA = new Client(a, 'demo', 'dev');
+    apiB = new Client({ ...b, token: a.token } as Service, 'demo', 'dev');
+    sa = new Schedules(a, 'dev', 'demo', a.token);
+    sb = new Schedules(b, 'dev', 'demo', a.token);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  it('pauseSchedule on B right after pauseSchedule on A answers PAUSED (it changed nothing), 20 of 20', async () => {
+    const answers: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const id = await sa.scheduleTask({ cron: '0 0 1 1 *', name: unique('Twice'), input: '[]' });
+      await sb.schedule(id); // B knows the schedule (ACTIVE)
+      expect((await sa.act('pause', id)).state).toBe('PAUSED');
+      answers.push((await sb.act('pause', id)).state);
+    }
+    expect(answers).toEqual(answers.map(() => 'PAUSED'));
+  });
+
+  it('resumeSchedule on B right after resumeSchedule on A answers ACTIVE, 20 of 20', async () => {
+    const answers: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const id = await sa.scheduleTask({ cron: '0 0 1 1 *', name: unique('Twice'), input: '[]' });
+      expect((await sa.act('pause', id)).state).toBe('PAUSED');
+      await sb.schedule(id); // B read it PAUSED
+      expect((await sa.act('resume', id)).state).toBe('ACTIVE');
+      answers.push((await sb.act('resume', id)).state);
+    }
+    expect(answers).toEqual(answers.map(() => 'ACTIVE'));
+  });
+
+  it('deleteSchedule on B right after deleteSchedule on A answers DELETED, 20 of 20', async () => {
+    const answers: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const id = await sa.scheduleTask({ cron: '0 0 1 1 *', name: unique('Twice'), input: '[]' });
+      await sb.schedule(id);
+      expect((await sa.act('delete', id)).state).toBe('DELETED');
+      answers.push((await sb.act('delete', id)).state);
+    }
+    expect(answers).toEqual(answers.map(() => 'DELETED'));
+  });
+
+  it('retryTask on B right after dispatchTask on A is a CONFLICT (not FAILED), not NOT_FOUND, 20 of 20', async () => {
+    const codes: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const id = await apiA.dispatchTask(unique('NotFailed'));
+      const answer = await apiB.gql('mutation($input: RetryTaskInput!) { retryTask(input: $input) { id state } }', { input: { appId: 'demo', environment: 'dev', id } });
+      codes.push(answer.body.errors?.[0]?.extensions?.code ?? 'OK');
+    }
+    expect(codes).toEqual(codes.map(() => 'CONFLICT'));
+  });
+
+  it('the dispatched task is then read on B (sanity)', async () => {
+    const id = await apiA.dispatchTask(unique('Read'));
+    expect(expectData(await apiB.taskRaw(id)).task).toMatchObject({ id, state: 'PENDING' });
+  });
+
+  it('heartbeat and reportWork on B right after a claim on A are taken; retryTask on B right after the failure reported on A runs it again, 10 of 10', async () => {
+    const scope = { appId: 'demo', environment: 'dev' };
+    for (let i = 0; i < 10; i++) {
+      const name = unique('FailOnce');
+      const id = await apiA.dispatchTask(name);
+      const [item] = await poll(a, scope, { tasks: [name] }, { waitMs: 5000 });
+      expect(item).toMatchObject({ kind: 'TASK', taskId: id });
+      const beat = expectData(await gql(b, HEARTBEAT, { input: { ...scope, workerId: 'review-w', attempts: [{ ref: item.ref, attemptId: item.attemptId }] } }, a.token)).heartbeat;
+      expect({ i, beat }).toEqual({ i, beat: [{ ref: item.ref, cancel: false, reason: null }] });
+      const failed = expectData(
+        await gql(a, REPORT_WORK, { input: { ...scope, workerId: 'review-w', tasks: [{ ref: item.ref, attemptId: item.attemptId, error: { message: 'boom', nonRetryable: true } }] } }, a.token),
+      ).reportWork;
+      expect(failed).toEqual({ accepted: 1, rejected: [] });
+      const retried = await gql(b, 'mutation($input: RetryTaskInput!) { retryTask(input: $input) { id state } }', { input: { ...scope, id } }, a.token);
+      expect({ i, retried: retried.body }).toEqual({ i, retried: { data: { retryTask: { id, state: 'PENDING' } } } });
+      const [again] = await poll(a, scope, { tasks: [name] }, { waitMs: 5000 });
+      const done = expectData(await gql(b, REPORT_WORK, { input: { ...scope, workerId: 'review-w', tasks: [{ ref: again.ref, attemptId: again.attemptId, result: '"ok"' }] } }, a.token)).reportWork;
+      expect({ i, done }).toEqual({ i, done: { accepted: 1, rejected: [] } });
+      expect(await apiB.task(id)).toMatchObject({ state: 'COMPLETED' });
+    }
+  });
+});
+
+describe.each([
+  ['one shared read-model file', false],
+  ['read models of their own', true],
+])('review: MAX_SCHEDULES_PER_APP across two instances (%s)', (_topology, ownReadModels) => {
+  let a: Service;
+  let b: Service;
+  beforeAll(async () => {
+    ({ a, b } = await startPair(ownReadModels, { MAX_SCHEDULES_PER_APP: '1' }));
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  it('a schedule created on B right after A took the last place is refused, 10 of 10', async () => {
+    const sa = new Schedules(a, 'dev', 'demo', a.token);
+    const sb = new Schedules(b, 'dev', 'demo', a.token);
+    const answers: unknown[] = [];
+    for (let i = 0; i < 10; i++) {
+      await sb.list(); // B read up to the head: it knows the app holds no schedule
+      const id = await sa.scheduleTask({ cron: '0 0 1 1 *', name: unique('Capped'), input: '[]' });
+      const second = await sb.scheduleTaskRaw({ cron: '0 0 1 1 *', name: unique('Capped'), input: '[]' });
+      answers.push(second.body.errors?.[0]?.extensions?.code ?? 'CREATED');
+      // Back to no schedule (on both): delete what was created.
+      await sa.act('delete', id);
+      if (second.body.data?.scheduleTask) await sa.act('delete', second.body.data.scheduleTask.id);
+    }
+    expect(answers).toEqual(answers.map(() => 'RATE_LIMITED'));
+  });
+});
