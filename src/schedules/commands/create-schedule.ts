@@ -14,6 +14,7 @@ import { normalizeTimezone, validateCron } from '../domain/cron.js';
 import { OverlapPolicy, ScheduleKind, nextFireAt, scheduleDecider } from '../domain/schedule.decider.js';
 import { ScheduleResult } from '../schedule.types.js';
 import { SchedulesReadModel } from '../schedules.read-model.js';
+import { ReadFence } from '../../event-store/read-fence.js';
 
 export interface NewSchedule {
   appId: string;
@@ -43,6 +44,7 @@ export class ScheduleCreator {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
     private readonly schedules: SchedulesReadModel,
+    private readonly fence: ReadFence,
   ) {}
 
   /** Per app, the API creations under way on this instance (MAX_SCHEDULES_PER_APP counts them). */
@@ -50,15 +52,18 @@ export class ScheduleCreator {
 
   /**
    * A schedule through the API. Refused once the app has MAX_SCHEDULES_PER_APP schedules that can
-   * fire, as this instance has read them, plus the creations still under way on this instance: a
-   * bound on what every instance holds and fires, not an exact quota (requests racing on several
-   * instances can each take the last place). A schedule
+   * fire, as this instance has read them up to the store's head (what any instance acknowledged
+   * before this request), plus the creations still under way on this instance: a bound on what
+   * every instance holds and fires, not an exact quota (requests racing on several instances can
+   * each take the last place). A schedule
    * a workflow's decision asked for (`createFor`) is never refused: the decision is recorded.
    */
   async create(principal: Principal, s: NewSchedule): Promise<ScheduleResult> {
     assertScope(principal, s.appId, s.environment);
     const limit = this.config.maxSchedulesPerApp;
     if (limit <= 0) return this.createFor(contextFor(principal, s.appId, s.environment), s);
+    // The schedules other instances created (acknowledged before this request) count too.
+    await this.fence.upToHead();
     // Creations still in flight on this instance hold a place: they are not in the read model
     // yet, and without this a burst of requests all read the same count and all passed.
     const pending = this.pending.get(s.appId) ?? 0;

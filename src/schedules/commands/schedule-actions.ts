@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DeciderRunner } from '../../event-store/decider-runner.js';
+import { ReadFence } from '../../event-store/read-fence.js';
 import { contextFor } from '../../shared/command-context.js';
 import { CLOCK, type Clock } from '../../shared/clock.js';
 import { NotFoundError } from '../../shared/errors.js';
@@ -24,13 +25,18 @@ export class ScheduleActions {
     private readonly model: SchedulesReadModel,
     private readonly table: SchedulesTable,
     private readonly dispatcher: ScheduleDispatcher,
+    private readonly fence: ReadFence,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async apply(principal: Principal, given: ScheduleRefInput, action: ScheduleAction): Promise<ScheduleType> {
     const input = { ...given, id: canonicalId(given.id) };
     const ref = this.ref(principal, input);
-    await this.runner.run(`schedule-${input.id}`, scheduleDecider, { type: action, ...ref }, contextFor(principal, input.appId, input.environment));
+    const { position, seenPosition } = await this.runner.run(`schedule-${input.id}`, scheduleDecider, { type: action, ...ref }, contextFor(principal, input.appId, input.environment));
+    // Nothing recorded (pausing a paused schedule): the state it decided on may be another
+    // instance's write this instance's read models have not reached yet, and the answer is read
+    // from them. Read up to it, as a recorded change waits for its own append.
+    if (position === undefined && seenPosition !== undefined) await this.fence.atLeast(seenPosition);
     return this.view(input);
   }
 

@@ -3,6 +3,7 @@ import { Args, Field, ID, InputType, Mutation, Resolver } from '@nestjs/graphql'
 import { IsString, MaxLength } from 'class-validator';
 import { CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { DeciderRunner } from '../../../event-store/decider-runner.js';
+import { ReadFence } from '../../../event-store/read-fence.js';
 import { AppScopedInput } from '../../../graphql/common.types.js';
 import { CLOCK, type Clock } from '../../../shared/clock.js';
 import { contextFor } from '../../../shared/command-context.js';
@@ -32,13 +33,17 @@ export class RetryTaskHandler implements ICommandHandler<RetryTask, TaskType> {
   constructor(
     private readonly runner: DeciderRunner,
     private readonly tasks: TasksReadModel,
+    private readonly fence: ReadFence,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async execute({ principal, input: given }: RetryTask): Promise<TaskType> {
     const input = { ...given, id: canonicalId(given.id) };
     assertScope(principal, input.appId, input.environment);
-    if (!isUuid(input.id) || !this.tasks.get(input.appId, input.environment, input.id)) throw new NotFoundError('task', input.id);
+    if (!isUuid(input.id)) throw new NotFoundError('task', input.id);
+    // A task dispatched through another instance is known once the read models reach the head.
+    await this.fence.upToHead();
+    if (!this.tasks.get(input.appId, input.environment, input.id)) throw new NotFoundError('task', input.id);
     await this.runner.run(`task-${input.id}`, taskDecider, { type: 'RetryTask', now: this.clock.now() }, contextFor(principal, input.appId, input.environment));
     return toTaskType(this.tasks.get(input.appId, input.environment, input.id)!);
   }
