@@ -94,6 +94,49 @@ describe.each([
     expect(expectData(await apiB.taskRaw(id)).task).toMatchObject({ id, state: 'PENDING' });
   });
 
+  it('pause by { name, tag } on A, then resume by { name, tag } on B, then the tag and state filters on A: each step sees the one before, 10 of 10', async () => {
+    const name = unique('Toggled');
+    for (let i = 0; i < 10; i++) {
+      const tag = `t:${i}`;
+      const id = await apiA.dispatchWorkflow(name, { tag });
+      expect(await apiA.act('pause', { name, tag })).toMatchObject({ matched: 1, changed: 1 });
+      expect({ i, resumed: await apiB.act('resume', { name, tag }) }).toEqual({ i, resumed: { status: 'OK', matched: 1, changed: 1, workflowIds: [id] } });
+      const listed = await apiA.workflows({ name, tag, state: 'RUNNING' });
+      expect({ i, listed: listed.nodes.map((n) => n.id) }).toEqual({ i, listed: [id] });
+      expect(await apiB.act('terminate', { name })).toMatchObject({ matched: 1, changed: 1, workflowIds: [id] });
+      expect((await apiA.workflows({ name, state: 'TERMINATED' })).totalCount).toBe(i + 1);
+    }
+  });
+
+  it('a keyed dispatch repeated on B after A answered answers A\'s id (workflow and task); another name with the key is a CONFLICT, 10 of 10', async () => {
+    for (let i = 0; i < 10; i++) {
+      const key = unique('key');
+      const name = unique('Keyed');
+      const wf = expectData(await apiA.dispatchWorkflowRaw({ name, idempotencyKey: key })).dispatchWorkflow.id;
+      expect({ i, again: expectData(await apiB.dispatchWorkflowRaw({ name, idempotencyKey: key })).dispatchWorkflow.id }).toEqual({ i, again: wf });
+      expect((await apiB.dispatchWorkflowRaw({ name: `${name}-other`, idempotencyKey: key })).body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+      const task = expectData(await apiA.dispatchTaskRaw({ name, idempotencyKey: key })).dispatchTask.id;
+      expect({ i, again: expectData(await apiB.dispatchTaskRaw({ name, idempotencyKey: key })).dispatchTask.id }).toEqual({ i, again: task });
+      expect((await apiB.workflows({ name })).totalCount).toBe(1);
+      expect((await apiB.tasks({ name })).totalCount).toBe(1);
+    }
+  });
+
+  it('a workflow schedule created on A, paused on A, triggered on B: its firing is listed by scheduleId on A and the schedule on A counts it, 5 of 5', async () => {
+    for (let i = 0; i < 5; i++) {
+      const name = unique('SchedWf');
+      const id = await sa.scheduleWorkflow({ cron: '0 0 1 1 *', name, input: '[]', tag: `s:${i}` });
+      expect((await sa.act('pause', id)).state).toBe('PAUSED');
+      const triggered = await sb.trigger(id);
+      expect(triggered.schedule).toMatchObject({ state: 'PAUSED', triggeredCount: 1 });
+      const listed = await apiA.workflows({ scheduleId: id });
+      expect({ i, listed: listed.nodes.map((n) => [n.id, n.tag, n.state]) }).toEqual({ i, listed: [[triggered.id, `s:${i}`, 'RUNNING']] });
+      expect(await sa.schedule(id)).toMatchObject({ state: 'PAUSED', triggeredCount: 1, lastDispatchId: triggered.id });
+      expect((await sb.act('resume', id)).state).toBe('ACTIVE');
+      expect((await sa.schedule(id))?.nextFireAt).not.toBeNull();
+    }
+  });
+
   it('heartbeat and reportWork on B right after a claim on A are taken; retryTask on B right after the failure reported on A runs it again, 10 of 10', async () => {
     const scope = { appId: 'demo', environment: 'dev' };
     for (let i = 0; i < 10; i++) {
