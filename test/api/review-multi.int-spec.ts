@@ -137,6 +137,29 @@ describe.each([
     }
   });
 
+  it('a workflow driven by raw worker calls alternating A and B (poll, heartbeat, report, poll the task, report it) completes, 5 of 5', async () => {
+    const scope = { appId: 'demo', environment: 'dev' };
+    const on = (s: Service, query: string, input: Record<string, unknown>) => gql(s, query, { input: { ...scope, workerId: 'review-raw', ...input } }, a.token);
+    for (let i = 0; i < 5; i++) {
+      const name = unique('Raw');
+      const task = unique('RawTask');
+      const id = await apiA.dispatchWorkflow(name);
+      const [first] = await poll(a, scope, { workflows: [name] }, { waitMs: 5000 });
+      expect(first).toMatchObject({ kind: 'DECISION', workflowId: id });
+      expect(expectData(await on(b, HEARTBEAT, { attempts: [{ ref: first.ref, attemptId: first.decisionId }] })).heartbeat).toEqual([{ ref: first.ref, cancel: false, reason: null }]);
+      const decided = await on(b, REPORT_WORK, { decisions: [{ ref: first.ref, decisionId: first.decisionId, commands: JSON.stringify([{ type: 'ScheduleTask', seq: 0, name: task, args: [i] }]) }] });
+      expect({ i, decided: expectData(decided).reportWork }).toEqual({ i, decided: { accepted: 1, rejected: [] } });
+      const [claimed] = await poll(b, scope, { tasks: [task] }, { waitMs: 5000, token: a.token });
+      expect({ i, claimed }).toMatchObject({ i, claimed: { kind: 'TASK', workflowId: id } });
+      expect(expectData(await on(a, REPORT_WORK, { tasks: [{ ref: claimed.ref, attemptId: claimed.attemptId, result: `"r${i}"` }] })).reportWork).toEqual({ accepted: 1, rejected: [] });
+      const [second] = await poll(b, scope, { workflows: [name] }, { waitMs: 5000, token: a.token });
+      expect({ i, second }).toMatchObject({ i, second: { kind: 'DECISION', workflowId: id } });
+      expect(expectData(await on(a, REPORT_WORK, { decisions: [{ ref: second.ref, decisionId: second.decisionId, commands: JSON.stringify([{ type: 'CompleteWorkflow', result: i }]) }] })).reportWork).toEqual({ accepted: 1, rejected: [] });
+      expect(await apiB.workflow(id)).toMatchObject({ state: 'COMPLETED', output: String(i) });
+      expect((await apiB.history(id)).map((e) => e.type)).toEqual(expect.arrayContaining(['TaskCompleted', 'WorkflowCompleted']));
+    }
+  });
+
   it('heartbeat and reportWork on B right after a claim on A are taken; retryTask on B right after the failure reported on A runs it again, 10 of 10', async () => {
     const scope = { appId: 'demo', environment: 'dev' };
     for (let i = 0; i < 10; i++) {
