@@ -211,4 +211,19 @@ describe.each([
     }
     expect(answers).toEqual(answers.map(() => 'RATE_LIMITED'));
   });
+
+  it('a schedule created on B right after A deleted the one holding the place is accepted, 10 of 10', async () => {
+    const sa = new Schedules(a, 'dev', 'demo', a.token);
+    const sb = new Schedules(b, 'dev', 'demo', a.token);
+    const answers: unknown[] = [];
+    for (let i = 0; i < 10; i++) {
+      const held = await sa.scheduleTask({ cron: '0 0 1 1 *', name: unique('Held'), input: '[]' });
+      await sb.list(); // B read up to the head: it counts the place taken
+      expect((await sa.act('delete', held)).state).toBe('DELETED');
+      const next = await sb.scheduleTaskRaw({ cron: '0 0 1 1 *', name: unique('Next'), input: '[]' });
+      answers.push(next.body.errors?.[0]?.extensions?.code ?? 'CREATED');
+      if (next.body.data?.scheduleTask) await sa.act('delete', next.body.data.scheduleTask.id);
+    }
+    expect(answers).toEqual(answers.map(() => 'CREATED'));
+  });
 });
