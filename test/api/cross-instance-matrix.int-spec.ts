@@ -1,5 +1,5 @@
 /**
- * Review (many instances, one store): a write acknowledged through instance A is seen by the very
+ * Many instances, one store: a write acknowledged through instance A is seen by the very
  * next request through instance B (no sleep, no retry), also by mutations whose answer is read
  * back from B's read models and by the checks a mutation makes before it acts.
  */
