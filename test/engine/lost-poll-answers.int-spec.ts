@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, expectData, expectError, issueTokens, post, startServices, unique } from '../api/api-helpers.js';
+import type { ClaimedItem } from '../api/security-helpers.js';
 import { answerDroppingProxy } from '../support/answer-dropping-proxy.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
@@ -27,14 +28,7 @@ afterAll(async () => {
 const scope = { appId: 'demo', environment: 'lost-polls' };
 const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId taskId name decisionId attemptId attempt } }`;
 
-interface Item {
-  kind: 'DECISION' | 'TASK';
-  ref: string;
-  workflowId: string | null;
-  taskId: string | null;
-  name: string;
-  decisionId: string | null;
-  attemptId: string | null;
+interface Item extends ClaimedItem {
   attempt: number | null;
 }
 
