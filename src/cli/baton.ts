@@ -33,8 +33,17 @@ function withStoreOptions(cmd: Command): Command {
     .option('--create', 'create the SQLite store if the file does not exist', false);
 }
 
+/**
+ * The store URL of --store (or EVENT_STORE_URL), checked alone: the service's other settings
+ * (LOG_LEVEL, PORT, SHUTDOWN_DELAY_MS…) are none of the CLI's, and one the service would refuse
+ * must not lock an operator out of the store.
+ */
+function storeUrl(options: StoreOptions): string {
+  return loadConfig({ EVENT_STORE_URL: options.store }).eventStoreUrl;
+}
+
 async function withStore(options: StoreOptions, run: (store: EventStore) => Promise<number>): Promise<number> {
-  const url = loadConfig({ ...process.env, EVENT_STORE_URL: options.store }).eventStoreUrl;
+  const url = storeUrl(options);
   assertStoreExists(url, options.create === true);
   const store = await createEventStore(url);
   try {
@@ -163,13 +172,13 @@ withStoreOptions(command(program, 'replay <module> [workflowId]', "check that a 
 withStoreOptions(command(program, 'backup <file>', 'write a consistent copy of the embedded SQLite store (online: instances may keep running)'))
   .option('--force', 'overwrite <file> if it exists', false)
   .action(async (file: string, o: StoreOptions & { force: boolean }) => {
-    const url = loadConfig({ ...process.env, EVENT_STORE_URL: o.store }).eventStoreUrl;
+    const url = storeUrl(o);
     done(await backupCommand(url, file, o));
   });
 
 withStoreOptions(command(program, 'rebuild', 'drop the read models of the embedded SQLite store and fold the whole log into them again (stop every instance first)'))
   .action(async (o: StoreOptions) => {
-    const url = loadConfig({ ...process.env, EVENT_STORE_URL: o.store }).eventStoreUrl;
+    const url = storeUrl(o);
     const { rebuildCommand } = await import('./rebuild-command.js');
     done(await rebuildCommand(url));
   });
