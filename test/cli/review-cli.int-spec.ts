@@ -49,4 +49,19 @@ describe('baton CLI (review)', () => {
     expect(events.code).toBe(0);
     expect(events.stdout).toContain('ApiTokenCreated');
   });
+  // An operator with the token at hand passes it instead of its id: the error printed the secret
+  // back on stderr (CI logs, terminal scrollback, shell transcripts), and an id in capitals (as
+  // the API reads UUIDs) was "no token" though the token exists.
+  it('tokens revoke given the token itself does not print its secret', () => {
+    const revoke = baton(['tokens', 'revoke', token, '--store', store]);
+    expect(revoke.stdout + revoke.stderr).not.toContain(token.split('_').pop()!);
+    expect(revoke.code).toBe(2);
+    expect(revoke.stderr).toContain(tokenId);
+  });
+
+  it('tokens revoke takes the id in either case', () => {
+    const revoke = baton(['tokens', 'revoke', tokenId.toUpperCase(), '--store', store]);
+    expect({ code: revoke.code, stdout: revoke.stdout }).toEqual({ code: 0, stdout: `Token ${tokenId} revoked.\n` });
+    expect(baton(['tokens', 'list', '--store', store]).stdout).toMatch(new RegExp(`^${tokenId}  revoked `));
+  });
 });
