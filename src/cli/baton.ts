@@ -8,6 +8,7 @@ import { eventsCommand, historyCommand, replayAllCommand, replayCommand } from '
 import { CliError, assertStoreExists, backupCommand } from './store-commands.js';
 import { DEFAULT_ROLE, TOKEN_ROLES, type TokenRole } from '../tokens/token-roles.js';
 import { PRINTABLE } from '../shared/printable.js';
+import { parseToken } from '../tokens/token-secrets.js';
 import { type WorkerCommandOptions, workerCommand } from './worker-command.js';
 
 // The modules that load Nest (token deciders, read models) are imported by the commands that use
@@ -116,8 +117,15 @@ withStoreOptions(command(tokens, 'list', 'list tokens (id, scope, state); never 
     }),
   ),
 );
-withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every instance')).action(async (tokenId: string, o: StoreOptions) =>
-  done(
+withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every instance')).action(async (given: string, o: StoreOptions) => {
+  // The token itself is not echoed (stderr ends up in logs): its id is named instead.
+  if (given.startsWith('baton_')) {
+    const parsed = parseToken(given.trim());
+    throw new CliError(`that is a token, not a token id (its secret is not printed here)${parsed ? `; its id is ${parsed.tokenId}: baton tokens revoke ${parsed.tokenId}` : ''}`);
+  }
+  // Ids are UUIDs, stored in lower case; the API reads them in either case, so does the CLI.
+  const tokenId = /^[0-9A-Fa-f-]{36}$/.test(given) ? given.toLowerCase() : given;
+  return done(
     await withStore(o, async (store) => {
       const { revokeToken } = await tokenCommands();
       const changed = await revokeToken(store, tokenId, 'cli').catch((error: unknown) => {
@@ -130,8 +138,8 @@ withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every in
       process.stdout.write(changed ? `Token ${tokenId} revoked.\n` : `Token ${tokenId} was already revoked.\n`);
       return 0;
     }),
-  ),
-);
+  );
+});
 
 command(program, 'worker <module>', 'run a worker for the tasks and workflows a module exports, until SIGINT/SIGTERM')
   .addOption(new Option('--url <url>', 'Baton URL').env('BATON_URL').default('http://localhost:3000'))
