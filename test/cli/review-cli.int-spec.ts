@@ -2,11 +2,14 @@
  * Review of the operator CLI (`baton`): what an operator or an auditor meets at its edges.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createEventStore } from '../../src/event-store/create-event-store.js';
 import { ROOT } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 
 function baton(args: string[], env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), ...args], {
@@ -64,4 +67,44 @@ describe('baton CLI (review)', () => {
     expect({ code: revoke.code, stdout: revoke.stdout }).toEqual({ code: 0, stdout: `Token ${tokenId} revoked.\n` });
     expect(baton(['tokens', 'list', '--store', store]).stdout).toMatch(new RegExp(`^${tokenId}  revoked `));
   });
+});
+
+/**
+ * `baton backup` stopped by a signal (Ctrl-C, a cron job's timeout, a pod's SIGTERM): it writes
+ * `<file>.partial-<pid>` (and SQLite's -journal beside it) and renames it once checked, but an
+ * interrupted run left both behind, as large as the store, one pair per attempt.
+ */
+describe('baton backup interrupted', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-review-cli-backup-'));
+  const store = `sqlite:${join(dir, 'store.db')}`;
+  const out = join(dir, 'backups');
+
+  beforeAll(async () => {
+    const s = await createEventStore(store);
+    try {
+      const meta = { actor: 'test', appId: 'demo', environment: 'cli', correlationId: 'c' };
+      const pad = 'x'.repeat(2000);
+      for (let i = 0; i < 50; i++) {
+        await s.append(`task-${randomUUID()}`, Array.from({ length: 1000 }, (_, k) => ({ id: randomUUID(), type: 'TaskDispatched', data: { n: i * 1000 + k, pad }, metadata: meta })));
+      }
+    } finally {
+      await s.close();
+    }
+    mkdirSync(out);
+  }, 120_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each(['SIGINT', 'SIGTERM'] as const)('by %s leaves no partial copy, and the copy it was to replace as it was', async (signal) => {
+    const target = join(out, `baton-${signal}.db`);
+    writeFileSync(target, 'the previous backup');
+    const child = spawn(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), 'backup', target, '--force', '--store', store], { cwd: ROOT, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code, sig) => resolve(code ?? (sig ? 128 : null))));
+    await waitFor(() => readdirSync(out).some((f) => f.startsWith(`baton-${signal}.db.partial-`)), { timeoutMs: 30_000, intervalMs: 1, description: 'the partial copy' });
+    child.kill(signal);
+    const code = await exited;
+    expect(code).not.toBe(0);
+    await waitFor(() => !existsSync(`/proc/${child.pid}`), { timeoutMs: 30_000 });
+    expect(readdirSync(out).filter((f) => f.startsWith(`baton-${signal}.db`))).toEqual([`baton-${signal}.db`]);
+    expect(readFileSync(target, 'utf8')).toBe('the previous backup');
+  }, 60_000);
 });
