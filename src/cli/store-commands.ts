@@ -1,5 +1,6 @@
 import Database from '../event-store/sqlite/better-sqlite3.js';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { startProgress } from './progress.js';
 import { storePathProblems } from '../config/config.js';
@@ -115,6 +116,17 @@ export async function backupCommand(url: string, target: string, options: { forc
   // SQLite keeps the mode of a file it opens, and gives its journal the same.
   closeSync(openSync(partial, 'wx', 0o600));
   chmodSync(partial, 0o600);
+  // Stopped by a signal (Ctrl-C, a cron job's timeout, a pod stopped), the partial copy goes too:
+  // else each interrupted run left one as large as the store. (The copy is one synchronous step:
+  // the signal is handled once it ends.)
+  const interrupted = (signal: NodeJS.Signals) => {
+    rmSync(partial, { force: true });
+    removeSidecars(partial);
+    process.stderr.write(`error: backup interrupted (${signal}), ${existsSync(destination) ? `${destination} left as it was` : 'nothing written'}\n`);
+    process.exit(128 + (osConstants.signals[signal] ?? 0));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     const source = new Database(file, { fileMustExist: true });
     source.pragma('busy_timeout = 10000');
@@ -156,6 +168,9 @@ export async function backupCommand(url: string, target: string, options: { forc
     removeSidecars(partial);
     if (error instanceof CliError) throw error;
     throw new CliError(`backup of ${resolve(file)} failed, ${existsSync(destination) ? `${destination} left as it was` : 'nothing written'}: ${(error as Error).message}`, 1);
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
   }
   return 0;
 }
