@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEventStore } from '../../src/event-store/create-event-store.js';
+import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { ROOT } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -107,4 +108,42 @@ describe('baton backup interrupted', () => {
     expect(readdirSync(out).filter((f) => f.startsWith(`baton-${signal}.db`))).toEqual([`baton-${signal}.db`]);
     expect(readFileSync(target, 'utf8')).toBe('the previous backup');
   }, 60_000);
+});
+
+/**
+ * A SQLite file that is not an event store (an instance's read-model file, READ_MODEL_PATH, the
+ * likeliest next to a store URL): the CLI's check that a mistyped path does not silently become
+ * a new store passed it, because it exists, and every command then wrote the store's tables
+ * into it; `tokens create` issued a token there, which no instance ever reads, exit code 0.
+ */
+describe('baton on a SQLite file that is not an event store', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-review-cli-foreign-'));
+  const file = join(dir, 'read-models-host.db');
+  const tables = () => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare<[], { name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).all().map((t) => t.name);
+    } finally {
+      db.close();
+    }
+  };
+
+  beforeAll(() => {
+    const db = new Database(file);
+    db.exec('CREATE TABLE rm_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL); CREATE TABLE rm_workflows (id TEXT PRIMARY KEY)');
+    db.close();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each([
+    [['tokens', 'create', '--app', 'shop']],
+    [['tokens', 'create', '--app', 'shop', '--create']],
+    [['tokens', 'list']],
+    [['events']],
+  ])('%j is refused, naming the file, and adds nothing to it', (args) => {
+    const result = baton([...args, '--store', `sqlite:${file}`]);
+    expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(result.stderr).toContain(file);
+    expect(tables()).toEqual(['rm_checkpoints', 'rm_workflows']);
+  });
 });
