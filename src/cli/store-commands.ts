@@ -17,11 +17,37 @@ export function assertStoreExists(url: string, create: boolean): void {
   if (file === null || file === ':memory:') return;
   if (existsSync(file)) {
     if (!statSync(file).isFile()) throw new CliError(`${resolve(file)} is a directory, not an event store (EVENT_STORE_URL=${url}); give the path of its file`);
+    assertIsEventStore(file, url);
     return;
   }
   if (!create) throw new CliError(`no event store at ${resolve(file)} (EVENT_STORE_URL=${url}); check the path, or pass --create to start a new, empty store there`);
   const problems = storePathProblems({ eventStoreUrl: url, readModelPath: file });
   if (problems.length > 0) throw new CliError(problems.join('; '));
+}
+
+/**
+ * An existing file is opened as the store only if it is one, or an empty database (a store
+ * created and not yet written): the store's tables are not to be written into another database
+ * (an instance's read-model file, READ_MODEL_PATH), nor a token issued where no instance reads it.
+ */
+function assertIsEventStore(file: string, url: string): void {
+  if (statSync(file).size === 0) return;
+  let tables: string[];
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      tables = db.prepare<[], { name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table'`).all().map((t) => t.name);
+    } finally {
+      db.close();
+    }
+  } catch (error) {
+    if ((error as { code?: string }).code === 'SQLITE_NOTADB') throw new CliError(`${resolve(file)} is not a SQLite database, not an event store (EVENT_STORE_URL=${url})`);
+    // Anything else (busy, a read-only directory) is for opening the store to say.
+    return;
+  }
+  if (tables.length > 0 && !tables.includes('events')) {
+    throw new CliError(`${resolve(file)} is a SQLite database but not an event store: it has no events table (a read-model file, READ_MODEL_PATH?) (EVENT_STORE_URL=${url})`);
+  }
 }
 
 /**
