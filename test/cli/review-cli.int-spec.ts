@@ -147,3 +147,31 @@ describe('baton on a SQLite file that is not an event store', () => {
     expect(tables()).toEqual(['rm_checkpoints', 'rm_workflows']);
   });
 });
+
+/**
+ * Workflow ids are UUIDs, stored in lower case; the API reads them in either case (README), and
+ * an id copied from another tool (a log, a spreadsheet) may come in capitals: `baton history`
+ * answered "no workflow" for a workflow that is there.
+ */
+describe('baton history with an id in capitals', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-review-cli-case-'));
+  const store = `sqlite:${join(dir, 'store.db')}`;
+  const workflowId = '01a20000-0000-7000-8000-0000000000ab';
+
+  beforeAll(async () => {
+    const s = await createEventStore(store);
+    try {
+      const meta = { actor: 'test', appId: 'demo', environment: 'cli', correlationId: 'c' };
+      await s.append(`workflow-${workflowId}`, [{ id: randomUUID(), type: 'WorkflowDispatched', data: { workflowId, name: 'Shape' }, metadata: meta }]);
+    } finally {
+      await s.close();
+    }
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints the history of the workflow', () => {
+    const result = baton(['history', workflowId.toUpperCase(), '--json', '--store', store]);
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(result.stdout.trim())).toMatchObject({ streamId: `workflow-${workflowId}`, type: 'WorkflowDispatched' });
+  });
+});
