@@ -54,6 +54,9 @@ async function withStore(options: StoreOptions, run: (store: EventStore) => Prom
   }
 }
 
+/** Ids are UUIDs, stored in lower case; the API reads them in either case, and so does the CLI. */
+const uuidInLowerCase = (id: string): string => (/^[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$/.test(id) ? id.toLowerCase() : id);
+
 let exitCode = 0;
 const done = (code: number) => {
   exitCode = code;
@@ -123,8 +126,7 @@ withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every in
     const parsed = parseToken(given.trim());
     throw new CliError(`that is a token, not a token id (its secret is not printed here)${parsed ? `; its id is ${parsed.tokenId}: baton tokens revoke ${parsed.tokenId}` : ''}`);
   }
-  // Ids are UUIDs, stored in lower case; the API reads them in either case, so does the CLI.
-  const tokenId = /^[0-9A-Fa-f-]{36}$/.test(given) ? given.toLowerCase() : given;
+  const tokenId = uuidInLowerCase(given);
   return done(
     await withStore(o, async (store) => {
       const { revokeToken } = await tokenCommands();
@@ -155,7 +157,7 @@ command(program, 'worker <module>', 'run a worker for the tasks and workflows a 
 
 withStoreOptions(command(program, 'history <workflowId>', "print every event of a workflow's history"))
   .option('--json', 'one JSON object per event, with data and metadata', false)
-  .action(async (workflowId: string, o: StoreOptions & { json: boolean }) => done(await withStore(o, (store) => historyCommand(store, workflowId, o.json))));
+  .action(async (workflowId: string, o: StoreOptions & { json: boolean }) => done(await withStore(o, (store) => historyCommand(store, uuidInLowerCase(workflowId), o.json))));
 
 withStoreOptions(command(program, 'events', 'print the global log in commit order, one JSON event per line, for audits and exports'))
   .option('--after <position>', 'start after this position (the one a previous run reported)')
@@ -174,7 +176,7 @@ withStoreOptions(command(program, 'replay <module> [workflowId]', "check that a 
   .option('--name <workflowName>', 'with --all: only workflows dispatched under this name')
   .action(async (modulePath: string, workflowId: string | undefined, o: StoreOptions & { all: boolean; name?: string }) => {
     if (!workflowId && !o.all) throw new CliError('replay needs a workflow id, or --all');
-    done(await withStore(o, (store) => (workflowId ? replayCommand(store, modulePath, workflowId) : replayAllCommand(store, modulePath, o.name))));
+    done(await withStore(o, (store) => (workflowId ? replayCommand(store, modulePath, uuidInLowerCase(workflowId)) : replayAllCommand(store, modulePath, o.name))));
   });
 
 withStoreOptions(command(program, 'backup <file>', 'write a consistent copy of the embedded SQLite store (online: instances may keep running)'))
