@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEventStore } from '../../src/event-store/create-event-store.js';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
-import { ROOT } from '../support/service.js';
+import { ROOT, Service, startService } from '../support/service.js';
+import { Engine, unique } from '../engine/engine-helpers.js';
+import { FIXTURES_MODULE, FixtureWorker, startWorker } from '../support/worker.js';
 import { waitFor } from '../support/wait-for.js';
 
 function baton(args: string[], env: Record<string, string> = {}) {
@@ -173,5 +175,43 @@ describe('baton history with an id in capitals', () => {
     const result = baton(['history', workflowId.toUpperCase(), '--json', '--store', store]);
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(result.stdout.trim())).toMatchObject({ streamId: `workflow-${workflowId}`, type: 'WorkflowDispatched' });
+  });
+});
+
+/**
+ * `replay --all --name`: a dispatch of `Versioned` runs the highest version a worker serves
+ * (`Versioned_v2`), so an operator who changed `Versioned_v2` asks for `--name Versioned_v2`.
+ * That matched only dispatches made under that exact name: none, "replayed 0 workflows", exit
+ * code 0, the changed code checked against nothing. And `--name Versioned` left out workflows
+ * dispatched under an explicit version (`Versioned_v1`).
+ */
+describe('baton replay --all --name with versioned workflows', () => {
+  let service: Service;
+  let worker: FixtureWorker;
+
+  beforeAll(async () => {
+    service = await startService();
+    const environment = unique('cli-versions');
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+    const engine = new Engine(service, environment);
+    const latest = await engine.dispatch('Versioned');
+    const pinned = await engine.dispatch('Versioned_v1');
+    for (const id of [latest, pinned]) await engine.waitForEventType(id, 'DecisionCompleted');
+    expect((await engine.workflow(latest)).version).toBe('Versioned_v2');
+    await worker.stop();
+    await service.stop();
+  }, 120_000);
+  afterAll(async () => {
+    await worker?.stop();
+    await service?.stop();
+  });
+
+  it.each([
+    ['Versioned_v2', 1],
+    ['Versioned_v1', 1],
+    ['Versioned', 2],
+  ])('--name %s checks the %d workflow(s) running that workflow', (name, count) => {
+    const result = baton(['replay', FIXTURES_MODULE, '--all', '--name', name, '--store', service.storeUrl]);
+    expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 0, stdout: expect.stringContaining(`replayed ${count} workflows: ${count} OK, 0 NON_DETERMINISTIC`) });
   });
 });
