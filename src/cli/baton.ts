@@ -173,7 +173,7 @@ withStoreOptions(command(program, 'events', 'print the global log in commit orde
 
 withStoreOptions(command(program, 'replay <module> [workflowId]', "check that a module's workflow code still replays recorded histories"))
   .option('--all', 'replay every recorded workflow the module defines (progress bar on a terminal)', false)
-  .option('--name <workflowName>', 'with --all: only workflows dispatched under this name')
+  .option('--name <workflowName>', 'with --all: only workflows dispatched as or running this workflow (a name without a version: all its versions)')
   .action(async (modulePath: string, workflowId: string | undefined, o: StoreOptions & { all: boolean; name?: string }) => {
     if (!workflowId && !o.all) throw new CliError('replay needs a workflow id, or --all');
     done(await withStore(o, (store) => (workflowId ? replayCommand(store, modulePath, uuidInLowerCase(workflowId)) : replayAllCommand(store, modulePath, o.name))));

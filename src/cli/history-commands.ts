@@ -1,6 +1,6 @@
 import type { EventStore, RecordedEvent } from '../event-store/event-store.port.js';
 import { readLatestRun } from '../event-store/read-run.js';
-import { WORKFLOW_RESET_TYPES } from '../workflows/domain/workflow.decider.js';
+import { WORKFLOW_RESET_TYPES, baseName } from '../workflows/domain/workflow.decider.js';
 import { NonDeterminismError } from '../sdk/errors.js';
 import { type HistoryEvent, WorkflowReplay } from '../sdk/workflow-context.js';
 import type { WorkflowDefinition } from '../sdk/definitions.js';
@@ -89,7 +89,8 @@ export async function eventsCommand(store: EventStore, options: EventsOptions): 
   return 0;
 }
 
-export type ReplayOutcome = { status: 'ok' | 'non_deterministic' | 'missing'; message: string };
+/** `version`: the workflow (versioned name) the run runs, once its history says (absent for no history). */
+export type ReplayOutcome = { status: 'ok' | 'non_deterministic' | 'missing'; message: string; version?: string };
 
 /**
  * Replays one recorded history against the workflow code a module exports, and says whether the
@@ -102,18 +103,18 @@ export async function replayOne(store: EventStore, workflows: WorkflowDefinition
   const dispatched = history[0].data as { name: string; input: unknown[] };
   const version = (history.find((e) => e.type === 'DecisionStarted')?.data as { version?: string } | undefined)?.version ?? dispatched.name;
   const definition = workflows.find((w) => w.name === version);
-  if (!definition) return { status: 'missing', message: `${modulePath} exports no workflow ${version}` };
+  if (!definition) return { status: 'missing', message: `${modulePath} exports no workflow ${version}`, version };
   const decisions = history.filter((e) => e.type === 'DecisionCompleted').length;
   try {
     // A check runs no step: a decision in flight, or one lost, must not cause its side effects here.
     await new WorkflowReplay(definition, workflowId, dispatched.input, history, { verifyOnly: true }).execute();
   } catch (error) {
     if (error instanceof NonDeterminismError) {
-      return { status: 'non_deterministic', message: `NON_DETERMINISTIC at revision ${error.historyPosition}: ${error.message}` };
+      return { status: 'non_deterministic', message: `NON_DETERMINISTIC at revision ${error.historyPosition}: ${error.message}`, version };
     }
     throw error;
   }
-  return { status: 'ok', message: `OK: ${version} replays ${decisions} recorded decisions of workflow ${workflowId} (${history.length} events) without a mismatch` };
+  return { status: 'ok', message: `OK: ${version} replays ${decisions} recorded decisions of workflow ${workflowId} (${history.length} events) without a mismatch`, version };
 }
 
 /** `baton replay <module> <workflowId>`: one workflow, its verdict on stdout. */
@@ -136,28 +137,38 @@ export async function replayAllCommand(store: EventStore, modulePath: string, na
   const { workflows } = await loadDefinitions(modulePath);
   // Else every recorded workflow counted as "not defined" and the check passed, having checked nothing.
   if (workflows.length === 0) throw new CliError(`${modulePath} exports no workflow definition (defineWorkflow values exported by name): nothing to replay against`);
-  const ids: string[] = [];
+  // `--name N`: the workflows dispatched as N or running N (a dispatch of `Order` runs the highest
+  // version served, `Order_v2`), and for an unversioned N every version of it. Candidates are
+  // those of N's base name; a versioned N keeps those whose run turns out to be N.
+  const wanted = (dispatched: string, version: string | undefined) =>
+    !name || dispatched === name || version === name || (name === baseName(name) && baseName(dispatched) === name);
+  const ids: Array<{ id: string; dispatched: string }> = [];
   for (let after: bigint | undefined; ; ) {
     const page = await store.readAll({ after, maxCount: 1000 });
     if (page.length === 0) break;
     for (const e of page) {
       after = e.position;
       const data = e.data as { workflowId?: string; name?: string };
-      if (e.type === 'WorkflowDispatched' && data.workflowId && (!name || data.name === name)) ids.push(data.workflowId);
+      if (e.type === 'WorkflowDispatched' && data.workflowId && (!name || baseName(data.name ?? '') === baseName(name))) {
+        ids.push({ id: data.workflowId, dispatched: data.name ?? '' });
+      }
     }
   }
   const progress = startProgress('replay', ids.length);
   const counts = { ok: 0, non_deterministic: 0, missing: 0 };
   const mismatches: string[] = [];
-  for (const id of ids) {
+  let replayed = 0;
+  for (const { id, dispatched } of ids) {
     const outcome = await replayOne(store, workflows, modulePath, id);
+    progress.increment();
+    if (!wanted(dispatched, outcome.version)) continue;
+    replayed++;
     counts[outcome.status]++;
     if (outcome.status === 'non_deterministic') mismatches.push(`${id}: ${outcome.message}`);
-    progress.increment();
   }
   progress.stop();
   for (const line of mismatches) process.stdout.write(`${line}\n`);
-  process.stdout.write(`replayed ${ids.length} workflows: ${counts.ok} OK, ${counts.non_deterministic} NON_DETERMINISTIC, ${counts.missing} not defined by ${modulePath}\n`);
+  process.stdout.write(`replayed ${replayed} workflows: ${counts.ok} OK, ${counts.non_deterministic} NON_DETERMINISTIC, ${counts.missing} not defined by ${modulePath}\n`);
   return counts.non_deterministic > 0 ? 1 : 0;
 }
 
