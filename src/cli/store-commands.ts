@@ -138,13 +138,9 @@ export async function backupCommand(url: string, target: string, options: { forc
   // copy it was to replace as it was.
   const partial = `${destination}.partial-${process.pid}`;
   rmSync(partial, { force: true });
-  // Owner-only from its first byte, as the store it copies (every app's data, the tokens' hashes):
-  // SQLite keeps the mode of a file it opens, and gives its journal the same.
-  closeSync(openSync(partial, 'wx', 0o600));
-  chmodSync(partial, 0o600);
   // Stopped by a signal (Ctrl-C, a cron job's timeout, a pod stopped), the partial copy goes too:
   // else each interrupted run left one as large as the store. (The copy is one synchronous step:
-  // the signal is handled once it ends.)
+  // the signal is handled once it ends.) Set first: the partial file is then never without them.
   const interrupted = (signal: NodeJS.Signals) => {
     rmSync(partial, { force: true });
     removeSidecars(partial);
@@ -154,6 +150,10 @@ export async function backupCommand(url: string, target: string, options: { forc
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   try {
+    // Owner-only from its first byte, as the store it copies (every app's data, the tokens' hashes):
+    // SQLite keeps the mode of a file it opens, and gives its journal the same.
+    closeSync(openSync(partial, 'wx', 0o600));
+    chmodSync(partial, 0o600);
     const source = new Database(file, { fileMustExist: true });
     source.pragma('busy_timeout = 10000');
     const started = Date.now();
