@@ -136,7 +136,7 @@ withStoreOptions(command(tokens, 'revoke <tokenId>', 'revoke a token on every in
       });
       // Every instance sharing the embedded store's read models refuses it from now on, not once each has read the log.
       const { revokeInReadModels } = await import('./revoke-in-read-models.js');
-      revokeInReadModels(loadConfig({ ...process.env, EVENT_STORE_URL: o.store }).eventStoreUrl, tokenId);
+      revokeInReadModels(storeUrl(o), tokenId);
       process.stdout.write(changed ? `Token ${tokenId} revoked.\n` : `Token ${tokenId} was already revoked.\n`);
       return 0;
     }),

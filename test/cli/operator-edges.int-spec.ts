@@ -1,5 +1,5 @@
 /**
- * Review of the operator CLI (`baton`): what an operator or an auditor meets at its edges.
+ * The operator CLI (`baton`): what an operator or an auditor meets at its edges.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
