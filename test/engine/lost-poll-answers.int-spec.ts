@@ -53,57 +53,45 @@ const logged = (log: string, task: string, phase: string) =>
         .filter((e) => e.task === task && e.phase === phase).length
     : 0;
 
+/**
+ * A real SDK worker behind a proxy that drops the answers of the first `drops` polls that claim a
+ * task (`longHeartbeat`, allowed one attempt: a lapsed lease fails it for good), after a first task
+ * has put its next task poll on a kept-alive connection (the client sends a request again only
+ * when one of those is reset). What became of the task, and how often it ran.
+ */
+async function oneAttemptTaskWithPollAnswersCut(drops: number) {
+  const proxy = await answerDroppingProxy(service);
+  const log = join(mkdtempSync(join(tmpdir(), 'baton-lost-poll-')), 'fixtures.log');
+  try {
+    const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
+    const warm = await admin.dispatchTask('echo', JSON.stringify(['warm']));
+    await waitFor(async () => ((await admin.task(warm))?.state === 'COMPLETED' ? true : null), { timeoutMs: 15_000, description: 'the first task completed' });
+    proxy.arm((request, answer) => request.includes('pollWork') && answer.includes('"kind":"TASK"'), drops);
+    const id = await admin.dispatchTask('longHeartbeat', JSON.stringify([10]));
+    const task = await waitFor(
+      async () => {
+        const t = await admin.task(id);
+        return t && (t.state === 'COMPLETED' || t.state === 'FAILED') ? t : null;
+      },
+      { timeoutMs: 15_000 + 3 * LEASE_MS, description: `task ${id} ended` },
+    );
+    await worker.stop();
+    return { cuts: proxy.cuts(), state: task.state, attempts: task.attempts, ran: logged(log, 'longHeartbeat', 'start') };
+  } finally {
+    await proxy.close();
+  }
+}
+
 describe('a real SDK worker behind a proxy that drops the answer of the poll that claimed a task allowed one attempt', () => {
   it('gets the attempt again with the resent poll: the task runs once and completes, rather than failing unrun when the lease lapses', async () => {
-    const proxy = await answerDroppingProxy(service);
-    const log = join(mkdtempSync(join(tmpdir(), 'baton-lost-poll-')), 'fixtures.log');
-    try {
-      const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
-      // A first task through the poll: the worker's next task poll goes on a kept-alive connection
-      // (the client sends a request again only when one of those is reset).
-      const warm = await admin.dispatchTask('echo', JSON.stringify(['warm']));
-      await waitFor(async () => ((await admin.task(warm))?.state === 'COMPLETED' ? true : null), { timeoutMs: 15_000, description: 'the first task completed' });
-      proxy.arm((request, answer) => request.includes('pollWork') && answer.includes('"kind":"TASK"'));
-      // `longHeartbeat` is allowed one attempt: a lapsed lease fails it for good.
-      const id = await admin.dispatchTask('longHeartbeat', JSON.stringify([10]));
-      const task = await waitFor(
-        async () => {
-          const t = await admin.task(id);
-          return t && (t.state === 'COMPLETED' || t.state === 'FAILED') ? t : null;
-        },
-        { timeoutMs: 15_000 + 3 * LEASE_MS, description: `task ${id} ended` },
-      );
-      expect({ cuts: proxy.cuts(), state: task.state, attempts: task.attempts, ran: logged(log, 'longHeartbeat', 'start') }).toEqual({ cuts: 1, state: 'COMPLETED', attempts: 1, ran: 1 });
-      await worker.stop();
-    } finally {
-      await proxy.close();
-    }
+    expect(await oneAttemptTaskWithPollAnswersCut(1)).toEqual({ cuts: 1, state: 'COMPLETED', attempts: 1, ran: 1 });
   });
 });
 
 describe('a real SDK worker behind a proxy that drops the answers of both the poll that claimed a task allowed one attempt and its resend', () => {
   it('polls again under the same id, marked as sent again, and gets the attempt: the task runs once and completes', async () => {
-    const proxy = await answerDroppingProxy(service);
-    const log = join(mkdtempSync(join(tmpdir(), 'baton-lost-poll-')), 'fixtures.log');
-    try {
-      const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
-      const warm = await admin.dispatchTask('echo', JSON.stringify(['warm']));
-      await waitFor(async () => ((await admin.task(warm))?.state === 'COMPLETED' ? true : null), { timeoutMs: 15_000, description: 'the first task completed' });
-      // The client's resend is answered with the same attempt: that answer is dropped too.
-      proxy.arm((request, answer) => request.includes('pollWork') && answer.includes('"kind":"TASK"'), 2);
-      const id = await admin.dispatchTask('longHeartbeat', JSON.stringify([10]));
-      const task = await waitFor(
-        async () => {
-          const t = await admin.task(id);
-          return t && (t.state === 'COMPLETED' || t.state === 'FAILED') ? t : null;
-        },
-        { timeoutMs: 15_000 + 3 * LEASE_MS, description: `task ${id} ended` },
-      );
-      expect({ cuts: proxy.cuts(), state: task.state, attempts: task.attempts, ran: logged(log, 'longHeartbeat', 'start') }).toEqual({ cuts: 2, state: 'COMPLETED', attempts: 1, ran: 1 });
-      await worker.stop();
-    } finally {
-      await proxy.close();
-    }
+    // The client's resend is answered with the same attempt: that answer is dropped too.
+    expect(await oneAttemptTaskWithPollAnswersCut(2)).toEqual({ cuts: 2, state: 'COMPLETED', attempts: 1, ran: 1 });
   });
 });
 

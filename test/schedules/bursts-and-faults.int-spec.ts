@@ -44,11 +44,14 @@ describe('two instances on one store, a schedule paused and resumed through both
     await waitFor(async () => (await apiB.schedule(id)) !== null, { timeoutMs: 5_000, intervalMs: 20, description: 'the schedule on B' });
     for (let round = 0; round < 3; round++) {
       const [pauser, resumer] = round % 2 === 0 ? [apiA, apiB] : [apiB, apiA];
-      const startedAt = Date.now();
-      await waitFor(() => Date.now() >= startedAt + 700 + (round * 137) % 500, { timeoutMs: 5_000, intervalMs: 10, description: 'a moment of firing' });
+      // It fires (again) before each pause.
+      const firedBefore = (await pauser.schedule(id))?.firedCount ?? 0;
+      await waitFor(async () => ((await pauser.schedule(id))?.firedCount ?? 0) > firedBefore, { timeoutMs: 5_000, intervalMs: 20, description: 'a firing before the pause' });
       await pauser.act('pause', id);
-      const pausedAt = Date.now();
-      await waitFor(() => Date.now() >= pausedAt + 1_300, { timeoutMs: 5_000, intervalMs: 10, description: 'a paused moment' });
+      // An occurrence falls inside the pause: the next whole second after it, and time for the
+      // scheduler to have fired it had it not been paused (the cron's own clock, not a test delay).
+      const missedOccurrence = Math.ceil((Date.now() + 1) / 1000) * 1000;
+      await waitFor(() => Date.now() >= missedOccurrence + 300, { timeoutMs: 5_000, intervalMs: 10, description: 'an occurrence inside the pause' });
       await resumer.act('resume', id);
     }
     await apiB.act('delete', id);
