@@ -1,11 +1,18 @@
 import { Injectable } from '@nestjs/common';
 
 /**
+ * Longest a lookup by id (an `{ id }` action, `awaitWorkflow`, `workflow`, `workflowHistory`)
+ * waits for a child its parent recorded to be created (the read fence's bound).
+ */
+export const CHILD_CREATION_WAIT_MS = 10_000;
+
+/**
  * Child workflows whose id is already recorded (`ChildWorkflowStarted` in the parent's stream;
  * `ctx.dispatch` answers it to the code) and that this instance's effects reactor has not created
  * yet. An `{ id }` selector for such a child waits for its creation instead of answering
  * NOT_FOUND, which the original service's client reads as "nothing matched" (the event is lost
- * without an error). The reactor announces a child when it takes its `ChildWorkflowStarted` and
+ * without an error); `awaitWorkflow`, `workflow` and `workflowHistory` wait for it instead of
+ * answering that there is no such workflow (`result()` threw NOT_FOUND). The reactor announces a child when it takes its `ChildWorkflowStarted` and
  * settles it once that effect is finished (carried out or skipped); it also says how far it has
  * read, so that a selector knows every child announced up to the position it read to is listed.
  */

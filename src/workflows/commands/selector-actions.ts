@@ -11,10 +11,7 @@ import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.d
 import { Selector } from '../domain/workflow-commands.js';
 import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
 import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
-import { PendingChildren } from '../pending-children.js';
-
-/** Longest an `{ id }` selector waits for a child its parent recorded to be created (the read fence's bound). */
-const CHILD_CREATION_WAIT_MS = 10_000;
+import { CHILD_CREATION_WAIT_MS, PendingChildren } from '../pending-children.js';
 
 /**
  * A selector as the API takes it: one of the three documented forms, or `{ id, name }`, which the

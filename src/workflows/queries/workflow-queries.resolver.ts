@@ -21,7 +21,8 @@ import { FINAL_STATUSES } from '../domain/workflow.decider.js';
 import { Requires } from '../../tokens/roles.js';
 import { WorkflowEndings } from './workflow-endings.js';
 import { LifecycleService } from '../../health/lifecycle.service.js';
-import { canonicalId } from '../../shared/ids.js';
+import { canonicalId, isUuid } from '../../shared/ids.js';
+import { CHILD_CREATION_WAIT_MS, PendingChildren } from '../pending-children.js';
 
 /** How often a waiting `awaitWorkflow` looks at its workflow again even when nothing woke it. */
 const AWAIT_RECHECK_MS = 5_000;
@@ -150,6 +151,7 @@ export class WorkflowQueriesResolver {
     @Inject(BATON_CONFIG) config: BatonConfig,
     private readonly lifecycle: LifecycleService,
     private readonly tokens: TokensReadModel,
+    private readonly children: PendingChildren,
   ) {
     this.awaiting = new PerTokenCounter(config.maxAwaitsPerToken);
   }
@@ -159,11 +161,28 @@ export class WorkflowQueriesResolver {
   async workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowType | null> {
     args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
+    const at = await this.fence.upToHead();
+    const read = () =>
+      readWithinAnswer(info, () => {
+        const view = this.readModel.get(args.appId, args.environment, args.id);
+        return view ? toWorkflowType(view) : null;
+      });
+    const found = await read();
+    return found || !(await this.childCreated(args.id, at)) ? found : read();
+  }
+
+  /**
+   * After a miss at position `at`: when `id` is a child its parent recorded (its id is in the
+   * parent's history, and `ctx.dispatch` answered it to the code, which may have handed it on)
+   * that this instance's effects reactor has still to create, waits for its creation, up to
+   * CHILD_CREATION_WAIT_MS, as an `{ id }` action does (SelectorActions.selectId), then brings the
+   * read models up to the head again. True when it waited (read the workflow again). A found
+   * workflow never comes here: the wait costs only misses.
+   */
+  private async childCreated(id: string, at: bigint): Promise<boolean> {
+    if (!isUuid(id) || !(await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS))) return false;
     await this.fence.upToHead();
-    return readWithinAnswer(info, () => {
-      const view = this.readModel.get(args.appId, args.environment, args.id);
-      return view ? toWorkflowType(view) : null;
-    });
+    return true;
   }
 
   @Requires('read')
@@ -182,11 +201,13 @@ export class WorkflowQueriesResolver {
     // A slot is taken only by a poll that waits: one answered at once (ended, unknown, waitMs 0) needs none.
     let holding = false;
     try {
-      for (;;) {
+      for (let first = true; ; first = false) {
         const watch = this.endings.watch(args.id);
         try {
-          await this.fence.upToHead();
-          const view = this.readModel.get(args.appId, args.environment, args.id);
+          const at = await this.fence.upToHead();
+          let view = this.readModel.get(args.appId, args.environment, args.id);
+          // Unknown at first: a child its parent recorded and the effects reactor has still to create?
+          if (!view && first && (await this.childCreated(args.id, at))) view = this.readModel.get(args.appId, args.environment, args.id);
           const remaining = deadline - Date.now();
           // A draining instance (SIGTERM) answers at once, as when the wait ends: the client asks
           // again, elsewhere, instead of holding the shutdown up to its 60 s.
@@ -277,8 +298,9 @@ export class WorkflowQueriesResolver {
   async workflowHistory(@CurrentPrincipal() principal: Principal, @Args() args: HistoryArgs, @Info() info: GraphQLResolveInfo): Promise<HistoryEvent[]> {
     args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
-    await this.fence.upToHead();
-    if (!this.readModel.get(args.appId, args.environment, args.id)) throw new NotFoundError('workflow', args.id);
+    const at = await this.fence.upToHead();
+    const known = () => this.readModel.get(args.appId, args.environment, args.id) !== undefined;
+    if (!known() && !((await this.childCreated(args.id, at)) && known())) throw new NotFoundError('workflow', args.id);
     return readHistory(this.store, `workflow-${args.id}`, args, info);
   }
 
