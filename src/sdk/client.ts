@@ -358,7 +358,8 @@ export class Client {
   /**
    * Waits (long poll, up to 20 s per request) until the workflow has ended, then answers it;
    * answers it as it is once `timeoutMs` has passed (default: no limit), and null when there is
-   * no such workflow. A request that fails in a way that may pass (the service restarting or
+   * no such workflow (a child workflow whose id its parent's code handed out, that the service is
+   * still creating, is waited for, up to 10 s). A request that fails in a way that may pass (the service restarting or
    * unreachable, a request timeout, HTTP 429, 502, 503 or 504) is sent again, with backoff and
    * after the service's `Retry-After`, for up to 5 minutes of failures in a row and within
    * `timeoutMs`; then, and for any other error, the error is thrown.

@@ -157,7 +157,11 @@ export class WorkflowQueriesResolver {
   }
 
   @Requires('read')
-  @Query(() => WorkflowType, { nullable: true, description: 'One workflow by id (null when the app has no such workflow).' })
+  @Query(() => WorkflowType, {
+    nullable: true,
+    description:
+      'One workflow by id (null when the app has no such workflow; a child workflow its parent already recorded, that the service is still creating, is waited for, up to 10 s).',
+  })
   async workflow(@CurrentPrincipal() principal: Principal, @Args() args: AppScopedIdArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowType | null> {
     args = { ...args, id: canonicalId(args.id) };
     assertScope(principal, args.appId, args.environment);
@@ -189,7 +193,7 @@ export class WorkflowQueriesResolver {
   @Query(() => WorkflowType, {
     nullable: true,
     description:
-      'Waits (long poll) until the workflow is COMPLETED, FAILED or TERMINATED, or `waitMs` passes, then answers it as it is (null when the app has no such workflow). `client.dispatchWorkflow(...).result()` calls it in a loop.',
+      'Waits (long poll) until the workflow is COMPLETED, FAILED or TERMINATED, or `waitMs` passes, then answers it as it is (null when the app has no such workflow; a child workflow its parent already recorded, that the service is still creating, is waited for first, up to 10 s). `client.dispatchWorkflow(...).result()` calls it in a loop.',
   })
   async awaitWorkflow(@CurrentPrincipal() principal: Principal, @Args() args: AwaitWorkflowArgs, @Info() info: GraphQLResolveInfo): Promise<WorkflowType | null> {
     args = { ...args, id: canonicalId(args.id) };
