@@ -473,10 +473,11 @@ export class SqliteEventStore implements EventStore {
         for (const pending of batch) pending.reject(failure);
         continue;
       }
-      // Decoded after the commit, outside the write lock.
+      // Kept for this process's readers as their JSON, parsed when first read: most are never
+      // read from here (a subscription page that reads them, the next claim of their run).
       if (this.written.length > 0) this.wokenHead = this.written[this.written.length - 1].position;
       for (const row of this.written) {
-        const event = toRecorded(row);
+        const event = new CatchUpEvent(row.position, row.type, row.stream_id, row.revision, row.event_id, row.data, row.metadata, row.recorded_at);
         const size = row.data.length + row.metadata.length;
         this.recent.add(event, size);
         this.tails.add(event, size);
