@@ -126,7 +126,7 @@ export class MetricsService implements OnModuleInit {
 
   readonly pollRounds = new Counter({
     name: 'baton_poll_rounds_total',
-    help: 'Claim rounds of worker long polls on this instance: `first` the round a poll starts with, `again` each round after it parked (woken for work, or looking again after a lost claim).',
+    help: 'Claim rounds of worker long polls on this instance: `first` the round a poll starts with, `again` each round after it parked (woken for work, or looking again after a lost claim); `report` a report filling the slots its outcomes left with waiting work, as a poll would.',
     labelNames: ['round'] as const,
     registers: [this.registry],
   });
@@ -137,7 +137,7 @@ export class MetricsService implements OnModuleInit {
     registers: [this.registry],
   });
 
-  private pollCountsSeen = { firstRounds: 0, rounds: 0, wakeups: 0 };
+  private pollCountsSeen = { firstRounds: 0, rounds: 0, reportRounds: 0, wakeups: 0 };
 
   readonly projectionLagEvents = new Gauge({
     name: 'baton_projection_lag_events',
@@ -298,8 +298,9 @@ export class MetricsService implements OnModuleInit {
     const polls = this.engine.pollCounts;
     this.pollRounds.inc({ round: 'first' }, polls.firstRounds - this.pollCountsSeen.firstRounds);
     this.pollRounds.inc({ round: 'again' }, polls.rounds - this.pollCountsSeen.rounds);
+    this.pollRounds.inc({ round: 'report' }, polls.reportRounds - this.pollCountsSeen.reportRounds);
     this.pollWakeups.inc(polls.wakeups - this.pollCountsSeen.wakeups);
-    this.pollCountsSeen = { firstRounds: polls.firstRounds, rounds: polls.rounds, wakeups: polls.wakeups };
+    this.pollCountsSeen = { firstRounds: polls.firstRounds, rounds: polls.rounds, reportRounds: polls.reportRounds, wakeups: polls.wakeups };
     this.engineHeld.set({ kind: 'workflow' }, this.engine.workflows.size);
     this.engineHeld.set({ kind: 'task' }, this.engine.tasks.size);
     const schedules = this.schedules.held;

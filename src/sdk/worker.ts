@@ -254,6 +254,8 @@ export class Worker {
   private perKindCapsFrom = 0;
   /** Until when polls leave out `pollId` (0: they send it), a service older than this worker refusing it (as `perKindCapsFrom`). */
   private pollIdsFrom = 0;
+  /** The same for the `pollId` of a report's claim (a service that knows a poll's id may not know a claim's). */
+  private claimIdsFrom = 0;
   private flushing: Promise<void> | undefined;
   /** Decisions being made now, by ref, with their decision ids (heartbeated like task attempts). */
   private readonly deciding = new Map<string, string>();
@@ -600,6 +602,24 @@ export class Worker {
     return true;
   }
 
+  /**
+   * Whether `error` is a service older than this worker refusing a report claim's `pollId`: reports
+   * leave it out for five minutes at a time; their answers then carry only the next steps of the
+   * outcomes they report, as before, and new work comes with polls.
+   */
+  private olderClaimService(error: unknown): boolean {
+    if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;
+    const field = String(error.extensions.field ?? '');
+    if (!/(^|\.)claim\.pollId$/.test(field) && !/"pollId" is not defined by type "EagerClaimInput"/.test(error.message)) return false;
+    if (Date.now() >= this.claimIdsFrom) {
+      if (this.claimIdsFrom === 0) {
+        this.logger.warn('[baton worker] the service does not know a report claim\'s pollId (it is older than this worker): reports claim only what their outcomes make claimable, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)');
+      }
+      this.claimIdsFrom = Date.now() + 5 * 60_000;
+    }
+    return true;
+  }
+
   /** What this worker serves, as polls and eager claims declare it. */
   private get registration() {
     return (this.registered ??= {
@@ -864,12 +884,16 @@ export class Worker {
     const maxTasks = Math.min(100, Math.max(0, this.free('TASK') + tasks.length));
     const maxItems = Math.min(100, maxDecisions + maxTasks);
     const eager = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && maxItems > 0;
+    // The claim's id: with it the service also fills the free slots with waiting work, and hands a
+    // report sent again (its answer lost) what its first send claimed. The same for every attempt.
+    const pollId = randomUUID();
     for (let attempt = 0; ; attempt++) {
-      const claim = !eager ? null : this.perKindCaps ? { ...this.registration, maxItems, maxDecisions, maxTasks } : { ...this.registration, maxItems };
+      const caps = this.perKindCaps ? { maxItems, maxDecisions, maxTasks } : { maxItems };
+      const claim = !eager ? null : { ...this.registration, ...caps, ...(Date.now() >= this.claimIdsFrom ? { pollId } : {}) };
       try {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[]; decided?: WireDecided[] } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },
-        }, { resendable: true }); // a repeated report is acknowledged, its eager claims handed again
+        }, { resendable: true, resent: attempt > 0 }); // a repeated report is acknowledged, its claims handed again
         this.answered();
         this.settleDecided(tasks, reportWork.decided);
         // A decision recorded holds the outcome of the steps it failed: replays take it from the history.
@@ -936,7 +960,7 @@ export class Worker {
           return;
         }
         // Refused as a whole, so nothing of it was applied: sent again at once without those fields.
-        if (this.olderService(error)) continue;
+        if (this.olderService(error) || this.olderClaimService(error)) continue;
         const delay = Math.max(Math.min(100 * 2 ** attempt, 2000), error instanceof BatonRequestError ? (error.retryAfterMs ?? 0) : 0);
         this.failed(`report failed (${(error as Error).message}); retrying in ${delay} ms`);
         // A service that cannot be reached at all (restarting, down) has not moved on without this

@@ -189,7 +189,7 @@ export class EngineState {
    * poll starts with; `again`: each round after it parked), parked polls woken for new work, and
    * the parked polls looked at to find them.
    */
-  readonly pollCounts = { firstRounds: 0, rounds: 0, wakeups: 0, waiterVisits: 0 };
+  readonly pollCounts = { firstRounds: 0, rounds: 0, reportRounds: 0, wakeups: 0, waiterVisits: 0 };
   /** Entries that became claimable (with a poll of their key watching), counted: the clock of `Watcher.lookedAt` and `ScopeIndex.missed`. */
   private arrivals = 0;
   /**

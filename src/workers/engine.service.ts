@@ -581,10 +581,16 @@ export class EngineService {
    * Applies a worker's outcomes. With `claim`, the work they make claimable for this worker is
    * claimed in the same step (eager dispatch, as Temporal's eager activities): the claim is queued
    * right behind the outcome on the same stream, so both go in one append, and the worker gets the
-   * items in the answer instead of a poll round trip later.
+   * items in the answer instead of a poll round trip later. A claim with a `pollId` also fills the
+   * slots left over from the work waiting for this worker, as a poll would (`fill`; not while the
+   * instance drains): under load a worker's reports are continuous and its polls rare, and the
+   * first decision of a new workflow waited for the next poll, about two saturated round trips
+   * (docs/BENCHMARKS.md). The claims record the id; a report sent again whose claims this worker
+   * still holds is answered with them and claims nothing more, as a poll sent again is.
    */
-  async report(input: FromWorker<ReportWorkInput>): Promise<{ accepted: number; rejected: ReportRejection[]; items: WorkItem[]; decided: DecidedWork[] }> {
+  async report(input: FromWorker<ReportWorkInput>, options: { fill?: boolean; resent?: boolean } = {}): Promise<{ accepted: number; rejected: ReportRejection[]; items: WorkItem[]; decided: DecidedWork[] }> {
     const context = workerContext(input);
+    const held = await this.claimedBefore(input, options.resent === true);
     const eager = this.eagerClaims(input);
     const decided: DecidedWork[] = [];
     const repeated: string[] = [];
@@ -594,9 +600,11 @@ export class EngineService {
     ];
     // Decisions are claimed after every result of this report is queued: results that arrive together make one decision.
     eager?.flush();
+    // Then what waits for this worker, in the slots left (not for a report sent again: its first send's claims are in `held`).
+    if (options.fill && input.claim?.pollId && held.length === 0) eager?.fill(this.engine);
     const outcomes = await Promise.all(settling);
     const rejected = outcomes.filter((o): o is ReportRejection => o !== null);
-    const items = (await Promise.all(eager?.claims ?? [])).filter((i): i is WorkItem => i !== null);
+    const items = uniqueItems([...held, ...(await Promise.all(eager?.claims ?? [])).filter((i): i is WorkItem => i !== null)]);
     // A result sent again (its answer was lost) finds nothing pending: the decision it made
     // pending may be the one the lost answer handed this worker. Handed again, rather than left
     // to time out a lease later (found in review).
@@ -608,10 +616,33 @@ export class EngineService {
     return { accepted: outcomes.length - rejected.length, rejected, items, decided };
   }
 
+  /**
+   * The claims an earlier send of this report made for this worker that it still holds (the
+   * answer was lost), found by the claim's `pollId`, as `claimsAgain` finds a poll's; none without
+   * one. `resent`: the worker says it sent this report before (`x-baton-resent`, or its own
+   * retry), so its first send may have claimed on another instance: the engine's index is first
+   * brought up to the store's head, which has them (they were appended before that answer was written).
+   */
+  private async claimedBefore(input: FromWorker<ReportWorkInput>, resent: boolean): Promise<WorkItem[]> {
+    const claim = input.claim;
+    if (!claim?.pollId) return [];
+    if (resent) await this.fence.upToHead();
+    const as: FromWorker<PollWorkInput> = { appId: input.appId, environment: input.environment, workerId: input.workerId, tokenId: input.tokenId, workflows: claim.workflows, tasks: claim.tasks };
+    return this.claimsOfPoll(as, claim.pollId, policiesOf(claim.tasks), this.answerBudget());
+  }
+
   private eagerClaims(input: FromWorker<ReportWorkInput>): EagerClaims | undefined {
     const claim = input.claim;
     if (!claim || claim.maxItems <= 0) return undefined;
-    const as: FromWorker<PollWorkInput> = { appId: input.appId, environment: input.environment, workerId: input.workerId, tokenId: input.tokenId, workflows: claim.workflows, tasks: claim.tasks };
+    const as: FromWorker<PollWorkInput> = {
+      appId: input.appId,
+      environment: input.environment,
+      workerId: input.workerId,
+      tokenId: input.tokenId,
+      workflows: claim.workflows,
+      tasks: claim.tasks,
+      ...(claim.pollId ? { pollId: claim.pollId } : {}),
+    };
     const policies = new Map(claim.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
@@ -627,6 +658,19 @@ export class EngineService {
       serves: (taskName) => policies.has(taskName),
       take: (candidate) => (candidate.kind === 'decision' ? later.set(candidate.ref, candidate) : take(candidate)),
       flush: () => later.forEach(take),
+      fill: (engine) => {
+        const room = claim.maxItems - claims.length;
+        if (room <= 0 || (left.decision <= 0 && left.task <= 0)) return;
+        const found = engine.candidates(input.appId, input.environment, left.decision > 0 ? claim.workflows : [], left.task > 0 ? [...policies.keys()] : [], room, this.claiming, {
+          decision: left.decision,
+          task: left.task,
+        });
+        engine.pollCounts.reportRounds++;
+        for (const candidate of found) {
+          left[candidate.kind]--;
+          claims.push(this.claim(as, candidate, policies, {}, budget));
+        }
+      },
       again: async (workflowId) => {
         if (claims.length >= claim.maxItems || left.decision <= 0) return null;
         left.decision--;
@@ -883,6 +927,8 @@ interface EagerClaims {
   /** Tasks are claimed at once (behind the decision that schedules them); decisions at `flush`. */
   take(candidate: Candidate): void;
   flush(): void;
+  /** The slots left, filled from the work waiting for this worker (`EngineState.candidates`), as a poll's first round. */
+  fill(engine: EngineState): void;
   /** The decision of `workflowId` this worker was handed already (a lost answer), as an item again; null if there is none. */
   again(workflowId: string): Promise<WorkItem | null>;
   claims: Array<Promise<WorkItem | null>>;
@@ -922,4 +968,15 @@ function withinBudget(text: string, cost: number, from: bigint, to: bigint, budg
   if (cost > budget.left) return { text: '[]', from: to + 1n };
   budget.left -= cost;
   return { text, from };
+}
+
+/** Retry policies and timeouts by task name, as a worker declares its tasks. */
+function policiesOf(tasks: Array<{ name: string; retry?: RetryPolicy | null; timeoutMs?: number | null }>): Policies {
+  return new Map(tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
+}
+
+/** Items in order, each ref once (a report sent again: what its first send claimed, and what it claims now). */
+function uniqueItems(items: WorkItem[]): WorkItem[] {
+  const seen = new Set<string>();
+  return items.filter((item) => !seen.has(item.ref) && (seen.add(item.ref), true));
 }

@@ -115,6 +115,7 @@ export class WorkerProtocolResolver {
   async reportWork(
     @CurrentPrincipal() principal: Principal,
     @Args('input', { description: 'The reporting worker and the outcomes of its claimed work items.' }) input: ReportWorkInput,
+    @Context('req') req?: FastifyRequest,
     @Info() info?: GraphQLResolveInfo,
   ): Promise<ReportWorkResult> {
     assertScope(principal, input.appId, input.environment);
@@ -123,7 +124,9 @@ export class WorkerProtocolResolver {
     // What the report recorded is always answered; its eager claims fit what the answer has left (none once it is full).
     const answer = currentAnswerBudget();
     const claim = answer && answer.remaining === 0 ? null : screened.input.claim;
-    const result = await this.engine.report({ ...screened.input, claim, tokenId: principal.tokenId });
+    // A draining instance claims nothing new for a report beyond its outcomes' own next steps, as
+    // it claims nothing new for a poll; a report sent again is still handed its first send's claims.
+    const result = await this.engine.report({ ...screened.input, claim, tokenId: principal.tokenId }, { fill: !this.lifecycle.draining, resent: req?.headers['x-baton-resent'] !== undefined });
     const answered = { accepted: result.accepted, rejected: [...screened.rejected, ...result.rejected], items: result.items, decided: result.decided };
     answer?.spend(answered, info);
     return answered;

@@ -136,17 +136,22 @@ export class PollWorkInput extends AppScopedInput {
   @Max(60_000)
   waitMs?: number | null;
 
-  @Field(() => String, {
-    nullable: true,
-    description:
-      'An id the worker gives this poll, the same when it sends the poll again (its answer was lost): 1 to 64 letters, digits, "-" or "_". The claims a poll makes record it, and a poll that comes again with an id whose claims are still held by this worker is answered with those claims instead of claiming more. Absent: every poll claims anew.',
-  })
-  @IsOptional()
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(MAX_POLL_ID_LENGTH)
-  @Matches(/^[A-Za-z0-9_-]+$/, { message: 'must be letters, digits, "-" or "_"' })
+  @PollIdField(
+    'An id the worker gives this poll, the same when it sends the poll again (its answer was lost): 1 to 64 letters, digits, "-" or "_". The claims a poll makes record it, and a poll that comes again with an id whose claims are still held by this worker is answered with those claims instead of claiming more. Absent: every poll claims anew.',
+  )
   pollId?: string | null;
+}
+
+/** A poll's (or an eager claim's) id: 1 to MAX_POLL_ID_LENGTH letters, digits, "-" or "_", optional. */
+function PollIdField(description: string): PropertyDecorator {
+  return (target, key) => {
+    Field(() => String, { nullable: true, description })(target, key);
+    IsOptional()(target, key);
+    IsString()(target, key);
+    IsNotEmpty()(target, key);
+    MaxLength(MAX_POLL_ID_LENGTH)(target, key);
+    Matches(/^[A-Za-z0-9_-]+$/, { message: 'must be letters, digits, "-" or "_"' })(target, key);
+  };
 }
 
 
@@ -220,6 +225,11 @@ export class EagerClaimInput {
   @Min(0)
   @Max(100)
   maxTasks?: number | null;
+
+  @PollIdField(
+    'An id the worker gives this claim, the same when it sends the report again (its answer was lost), as `pollWork`\'s `pollId`. With it, slots the report\'s own outcomes leave free are also filled from the work waiting for this worker, as a poll would (the claims record the id); a report that comes again with an id whose claims this worker still holds is answered with those claims instead of claiming more. Absent: only the work these outcomes make claimable is claimed.',
+  )
+  pollId?: string | null;
 }
 
 @InputType({ description: 'The decision whose whole run history a worker needs (it does not hold the run any more).' })

@@ -18,10 +18,10 @@ import { type Service, startService } from '../support/service.js';
 const APP = 'demo';
 const NEW_FIELDS = ['maxDecisions', 'maxTasks'];
 
-/** Renames the new fields of `input` and of `input.claim`; true when there was one. */
-function renameNewFields(input: Record<string, unknown> | undefined, fields: string[]): boolean {
+/** Renames the new fields of `input` and of `input.claim` (`claimOnly`: of `input.claim` alone); true when there was one. */
+function renameNewFields(input: Record<string, unknown> | undefined, fields: string[], claimOnly = false): boolean {
   let found = false;
-  for (const target of [input, input?.claim as Record<string, unknown> | undefined]) {
+  for (const target of [claimOnly ? undefined : input, input?.claim as Record<string, unknown> | undefined]) {
     if (!target || typeof target !== 'object') continue;
     for (const field of fields) {
       if (field in target) {
@@ -42,10 +42,11 @@ class OlderServiceProxy {
   private server!: http.Server;
   url = '';
 
-  /** `fields`: those the older service does not define (by default, `maxDecisions` and `maxTasks`). */
+  /** `fields`: those the older service does not define (by default, `maxDecisions` and `maxTasks`); `claimOnly`: only in a report's claim. */
   constructor(
     private readonly target: string,
     private readonly fields = NEW_FIELDS,
+    private readonly claimOnly = false,
   ) {}
 
   async start(): Promise<void> {
@@ -67,7 +68,7 @@ class OlderServiceProxy {
       // forwarded as it is
     }
     const operation = /\b(pollWork|reportWork|heartbeatWork|decisionHistory)\b/.exec(parsed.query ?? '')?.[1] ?? 'other';
-    const newFields = renameNewFields(parsed.variables?.input, this.fields);
+    const newFields = renameNewFields(parsed.variables?.input, this.fields, this.claimOnly);
     if (newFields) {
       this.refused.push(operation);
       const answer = await this.forward(req, JSON.stringify(parsed));
@@ -171,36 +172,64 @@ describe('a worker in front of an older service', () => {
   }, 60_000);
 });
 
-describe('a worker in front of the service of the release before poll ids', () => {
-  it('leaves pollId out once the service refuses it (one warning), and runs its workflows and tasks', async () => {
-    const older = new OlderServiceProxy(service.url, ['pollId']);
+/** Three two-task workflows through a worker in front of `older`: what it logged as warnings. */
+async function twoTaskWorkflowsThrough(older: OlderServiceProxy, environment: string): Promise<string[]> {
+  const warnings: string[] = [];
+  const worker = new Worker({
+    url: older.url,
+    token: service.token,
+    appId: APP,
+    environment,
+    workflows: [twoTasks],
+    tasks: [double],
+    pollWaitMs: 2_000,
+    logger: { info() {}, warn: (line: string) => warnings.push(line), error: (line: string) => warnings.push(line) },
+  });
+  const running = worker.run();
+  try {
+    const client = new Client({ url: service.url, token: service.token });
+    const ids = await Promise.all(Array.from({ length: 3 }, (_, i) => client.dispatchWorkflow({ appId: APP, environment, name: 'TwoTasksOlderService', input: [i] })));
+    for (const [i, id] of ids.entries()) {
+      expect(await client.awaitWorkflow(APP, environment, id, { timeoutMs: 20_000 })).toMatchObject({ state: 'COMPLETED', output: JSON.stringify(i * 4) });
+    }
+  } finally {
+    await worker.shutdown();
+    await running;
+  }
+  return warnings;
+}
+
+describe('a worker in front of the service of the release before report claim ids (it knows a poll id)', () => {
+  it("leaves a report claim's pollId out once the service refuses it (one warning), and runs its workflows and tasks", async () => {
+    const older = new OlderServiceProxy(service.url, ['pollId'], true);
     await older.start();
-    const warnings: string[] = [];
-    const environment = 'older-service-poll-ids';
-    const worker = new Worker({
-      url: older.url,
-      token: service.token,
-      appId: APP,
-      environment,
-      workflows: [twoTasks],
-      tasks: [double],
-      pollWaitMs: 2_000,
-      logger: { info() {}, warn: (line: string) => warnings.push(line), error: (line: string) => warnings.push(line) },
-    });
-    const running = worker.run();
     try {
-      const client = new Client({ url: service.url, token: service.token });
-      const ids = await Promise.all(Array.from({ length: 3 }, (_, i) => client.dispatchWorkflow({ appId: APP, environment, name: 'TwoTasksOlderService', input: [i] })));
-      for (const [i, id] of ids.entries()) {
-        expect(await client.awaitWorkflow(APP, environment, id, { timeoutMs: 20_000 })).toMatchObject({ state: 'COMPLETED', output: JSON.stringify(i * 4) });
-      }
+      const warnings = await twoTaskWorkflowsThrough(older, 'older-service-claim-ids');
+      // Reports already in flight when the first refusal came may be refused too; none after it.
+      expect({ refused: older.refused.length >= 1 && older.refused.every((o) => o === 'reportWork'), reports: older.forwarded.some((f) => f.operation === 'reportWork') }).toEqual({ refused: true, reports: true });
+      expect(warnings).toEqual([expect.stringContaining("does not know a report claim's pollId")]);
     } finally {
-      await worker.shutdown();
-      await running;
       await older.stop();
     }
-    // The two pollers' first polls, refused; none after.
-    expect({ refused: older.refused.length <= 2 && older.refused.every((o) => o === 'pollWork'), polls: older.forwarded.some((f) => f.operation === 'pollWork') }).toEqual({ refused: true, polls: true });
-    expect(warnings).toEqual([expect.stringContaining('does not know pollId')]);
+  }, 60_000);
+});
+
+describe('a worker in front of the service of the release before poll ids', () => {
+  it("leaves pollId out of its polls and its reports' claims once the service refuses each (a warning each), and runs its workflows and tasks", async () => {
+    const older = new OlderServiceProxy(service.url, ['pollId']);
+    await older.start();
+    let warnings: string[];
+    try {
+      warnings = await twoTaskWorkflowsThrough(older, 'older-service-poll-ids');
+    } finally {
+      await older.stop();
+    }
+    // The two pollers' first polls, refused, and the first reports' claims; none after.
+    expect({
+      polls: older.refused.filter((o) => o === 'pollWork').length <= 2,
+      others: older.refused.every((o) => o === 'pollWork' || o === 'reportWork'),
+      forwarded: older.forwarded.some((f) => f.operation === 'pollWork'),
+    }).toEqual({ polls: true, others: true, forwarded: true });
+    expect(warnings.sort()).toEqual([expect.stringContaining("does not know a report claim's pollId"), expect.stringContaining('does not know pollId')]);
   }, 60_000);
 });
