@@ -10,6 +10,7 @@ export const AUDITED_EVENT_TYPES = [
   'WorkflowResumed',
   'WorkflowTerminated',
   'WorkflowEventReceived',
+  'WorkflowEventQueued',
   'WorkflowRetried',
   'TaskDispatched',
   'TaskRetried',
@@ -101,6 +102,8 @@ export class AuditReadModel implements DurableProjection {
     const actor = metadata.actor ?? 'unknown';
     if (actor === 'system' || actor.startsWith('worker:')) return;
     const data = stored.data as Record<string, unknown>;
+    // A release of an event kept back: its send was recorded, with its actor, as WorkflowEventQueued.
+    if (stored.type === 'WorkflowEventReceived' && data.queued === true) return;
     // Positional parameters: cheaper to bind than named ones (a rebuild inserts one row per API action).
     this.insert.run(
       Number(position),

@@ -441,7 +441,7 @@ export class EngineService {
       if (read.length === 0) break;
       for (const e of read) {
         if (e.revision > to) return { events, parts, cost, complete: true };
-        if (LEASE_EXTENSIONS.has(e.type)) continue;
+        if (NOT_REPLAYED.has(e.type)) continue;
         const event = { revision: Number(e.revision), type: e.type, data: e.data };
         const json = JSON.stringify(event);
         const bytes = answerBytes(json) + 2;
@@ -458,7 +458,7 @@ export class EngineService {
   /** Events `from`..`to` of a workflow's stream, as the SDK replays them. */
   private async readRun(workflowId: string, from: bigint, to: bigint): Promise<Array<{ revision: number; type: string; data: unknown }>> {
     const events: RecordedEvent[] = await this.store.readStream(`workflow-${workflowId}`, { fromRevision: from, maxCount: Number(to - from) + 1 });
-    return events.filter((e) => e.revision <= to && !LEASE_EXTENSIONS.has(e.type)).map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
+    return events.filter((e) => e.revision <= to && !NOT_REPLAYED.has(e.type)).map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
   }
 
   private async claimTask(
@@ -882,10 +882,12 @@ const SMALL_RUN_BYTES = 64 * 1024;
  * Left out of the histories handed to workers: a heartbeat's extension of a lease says nothing
  * the workflow's code replays (the SDK skips them), and a task that heartbeats for a day records
  * 5,760 of them at the default lease, which every decision after it carried (found in review).
+ * An event kept back (`WorkflowEventQueued`) reaches the code only when released, as the
+ * `WorkflowEventReceived` SDKs of every version know; the queued copy is never replayed.
  * The revisions of what is sent are unchanged (a history may skip revisions, as `decisionHistory`
  * pages do).
  */
-const LEASE_EXTENSIONS: ReadonlySet<string> = new Set(['TaskLeaseExtended', 'DecisionLeaseExtended']);
+const NOT_REPLAYED: ReadonlySet<string> = new Set(['TaskLeaseExtended', 'DecisionLeaseExtended', 'WorkflowEventQueued']);
 /** Events read at a time while filling a claim's history or a page of `decisionHistory`. */
 const HISTORY_READ_CHUNK = 64;
 

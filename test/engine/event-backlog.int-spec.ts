@@ -5,9 +5,9 @@
  * (two timer commands per event) was over the decision limits, and the workflow never moved again.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-/** The engine's bound on new events a decision (`EVENTS_PER_DECISION` in workflow.decider.ts). */
-const EVENTS_PER_DECISION = 1000;
+import { EVENTS_PER_DECISION } from '../../src/workflows/domain/workflow.decider.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 import { Engine, HistoryEntry } from './engine-helpers.js';
 
@@ -58,8 +58,8 @@ describe('a backlog of events after a pause', () => {
     expect(done.result).toBe(10_000);
 
     const history = await engine.history(id);
-    // Every event was queued while paused, then released in order, at most EVENTS_PER_DECISION a decision.
-    expect(count(history, 'WorkflowEventQueued')).toBe(10_001);
+    // The first EVENTS_PER_DECISION were received as sent; the rest queued, then released in order.
+    expect(count(history, 'WorkflowEventQueued')).toBe(10_001 - EVENTS_PER_DECISION);
     expect(count(history, 'WorkflowEventReceived')).toBe(10_001);
     expect(count(history, 'DecisionFailed')).toBe(0);
     const received = history.filter((e) => e.type === 'WorkflowEventReceived').map((e) => e.data.data[0]);
@@ -74,9 +74,71 @@ describe('a backlog of events after a pause', () => {
     const decisions = count(history, 'DecisionCompleted');
     expect(decisions).toBeGreaterThanOrEqual(Math.ceil(10_001 / EVENTS_PER_DECISION) + 1);
     const bytes = (type: string) => history.filter((e) => e.type === type).reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)), 0);
+    const resumedAt = history.find((x) => x.type === 'WorkflowResumed')!.revision;
+    const after = history.filter((e) => e.revision > resumedAt);
     console.log(
-      `backlog of 10,001: ${history.length} events, ${decisions} decisions, queued ${bytes('WorkflowEventQueued')} B + received ${bytes('WorkflowEventReceived')} B of event data, ` +
-        `appends after resume: ${new Set(history.filter((e) => e.revision > history.find((x) => x.type === 'WorkflowResumed')!.revision).map((e) => e.metadata.correlationId + '|' + e.recordedAt)).size}`,
+      `backlog of 10,001 events: ${history.length} events in the stream, ${decisions} decisions (${count(after, 'DecisionStarted')} after resume, ` +
+        `each a claim append and a completion append), event data: queued ${bytes('WorkflowEventQueued')} B, received ${bytes('WorkflowEventReceived')} B`,
     );
   }, 300_000);
+});
+
+describe('what a worker gets of a backlog', () => {
+  const scope = { appId: 'demo', environment: ENV };
+  const POLL = `mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref workflowId decisionId history historyFrom runFrom } }`;
+  const REPORT = `mutation($input: ReportWorkInput!) { reportWork(input: $input) { accepted rejected { ref code message } } }`;
+  const HISTORY = `query($input: DecisionHistoryInput!) { decisionHistory(input: $input) }`;
+  const ask = async (query: string, variables: Record<string, unknown>) => {
+    const r = await service.gql(query, variables);
+    expect(r.body.errors).toBeUndefined();
+    return r.body.data;
+  };
+  type Item = { kind: string; ref: string; workflowId: string; decisionId: string; history: string | null; historyFrom: number | null; runFrom: number | null };
+  const claim = (workerId: string, id: string): Promise<Item> =>
+    waitFor(
+      async () => {
+        const items: Item[] = (await ask(POLL, { input: { ...scope, workerId, workflows: ['RawBacklog'], tasks: [], waitMs: 500 } })).pollWork;
+        return items.find((i) => i.kind === 'DECISION' && i.workflowId === id);
+      },
+      { timeoutMs: 15_000, description: `a decision of ${id}` },
+    );
+  /** The run as the worker gets it: the claim's history, paged in with decisionHistory when it was left out. */
+  const historyOf = async (workerId: string, item: Item) => {
+    const events: Array<{ revision: number; type: string; data: any }> = JSON.parse(item.history ?? '[]');
+    if (item.history === null || item.historyFrom !== item.runFrom) {
+      events.length = 0;
+      for (let from = item.runFrom!; ; ) {
+        const page = JSON.parse((await ask(HISTORY, { input: { ...scope, workerId, ref: item.ref, decisionId: item.decisionId, fromRevision: from } })).decisionHistory);
+        events.push(...page);
+        const last = page[page.length - 1];
+        if (!last || last.type === 'DecisionStarted') break;
+        from = last.revision + 1;
+      }
+    }
+    return events;
+  };
+
+  it('a decision claimed through the protocol gets at most EVENTS_PER_DECISION events and never a WorkflowEventQueued; the next one the rest', async () => {
+    const id = await engine.dispatch('RawBacklog');
+    const first = await claim('raw-1', id);
+    expect((await ask(REPORT, { input: { ...scope, workerId: 'raw-1', decisions: [{ ref: first.ref, decisionId: first.decisionId, commands: '[]' }] } })).reportWork).toEqual({ accepted: 1, rejected: [] });
+    await sendMany(id, 0, EVENTS_PER_DECISION + 50);
+
+    // Another worker (the whole run): the first K events, nothing queued.
+    const second = await claim('raw-2', id);
+    const seen = await historyOf('raw-2', second);
+    expect(seen.filter((e) => e.type === 'WorkflowEventQueued')).toEqual([]);
+    expect(seen.filter((e) => e.type === 'WorkflowEventReceived').map((e) => e.data.data[0])).toEqual(Array.from({ length: EVENTS_PER_DECISION }, (_, i) => i));
+    expect((await ask(REPORT, { input: { ...scope, workerId: 'raw-2', decisions: [{ ref: second.ref, decisionId: second.decisionId, commands: '[]' }] } })).reportWork).toEqual({ accepted: 1, rejected: [] });
+
+    // The next decision: the 50 released with that report, after it.
+    const third = await claim('raw-3', id);
+    const all = await historyOf('raw-3', third);
+    expect(all.filter((e) => e.type === 'WorkflowEventQueued')).toEqual([]);
+    const received = all.filter((e) => e.type === 'WorkflowEventReceived');
+    expect(received.map((e) => e.data.data[0])).toEqual(Array.from({ length: EVENTS_PER_DECISION + 50 }, (_, i) => i));
+    const secondStart = all.filter((e) => e.type === 'DecisionStarted')[1].revision;
+    expect(received.filter((e) => e.revision > secondStart)).toHaveLength(50);
+    await engine.terminate({ id });
+  }, 120_000);
 });

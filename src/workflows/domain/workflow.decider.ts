@@ -1,4 +1,4 @@
-import { Map as IMap, OrderedSet as IOrderedSet, Set as ISet } from 'immutable';
+import { List as IList, Map as IMap, OrderedSet as IOrderedSet, Set as ISet } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
 import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
@@ -103,8 +103,18 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   /** The workflow asked for a cron schedule (`ctx.schedule`); the effects reactor creates it under `scheduleId`. */
   ScheduleRequested: { seq: number; scheduleId: string; kind: 'workflow' | 'task'; name: string; args: Json[]; cron: string; timezone: string | null; tag: string | null };
   ControlApplied: { seq: number; matched: number; changed: number };
-  /** `causeId`: the effect that delivered it (a workflow's `select().send`), so a repeat is recognised. */
-  WorkflowEventReceived: { name: string; data: Json[]; causeId?: string };
+  /**
+   * `causeId`: the effect that delivered it (a workflow's `select().send`), so a repeat is recognised.
+   * `queued`: recorded first as `WorkflowEventQueued` (a backlog) and released here, in order.
+   */
+  WorkflowEventReceived: { name: string; data: Json[]; causeId?: string; queued?: true };
+  /**
+   * An event sent while the run already had `EVENTS_PER_DECISION` events its code had not seen (or
+   * while earlier ones were queued): kept back, out of the histories workers get, and released in
+   * order as `WorkflowEventReceived` (`queued: true`) when a decision completes, at most
+   * `EVENTS_PER_DECISION` new events a decision.
+   */
+  WorkflowEventQueued: { name: string; data: Json[]; causeId?: string };
   /** `causeId`: the effect that paused it (a workflow's `select().pause()`), so a repeat is recognised. */
   WorkflowPaused: { causeId?: string };
   WorkflowResumed: { causeId?: string };
@@ -145,6 +155,7 @@ export const WORKFLOW_EVENT_TYPES = [
   'ControlRequested',
   'ControlApplied',
   'WorkflowEventReceived',
+  'WorkflowEventQueued',
   'WorkflowPaused',
   'WorkflowResumed',
   'WorkflowTerminated',
@@ -208,6 +219,13 @@ export type WorkflowState =
        * decision that continues as new is then discarded and made again with them. Absent when none.
        */
       eventsDuringDecision?: number;
+      /**
+       * Events received (`WorkflowEventReceived`) that no completed decision's code has seen: those
+       * since the start of the last completed decision. Absent when none.
+       */
+      unseen?: number;
+      /** Events kept back (`WorkflowEventQueued`), oldest first, not released yet. Absent when none. */
+      queued?: IList<QueuedEvent>;
       /**
        * Retried at least once (`WorkflowRetried`), in this run or an earlier one (kept by
        * `WorkflowContinuedAsNew`): a parent's run may have been told of its failure. Absent otherwise.
@@ -310,6 +328,28 @@ export type WorkflowCommand =
 
 const MAX_DECISION_RETRY_MS = 60_000;
 
+/**
+ * At most this many new events reach one decision: more sent meanwhile (a paused workflow, workers
+ * down) are queued (`WorkflowEventQueued`) and released as decisions complete. A loop answering
+ * each event with a timer cancelled and one started asks for about 120 bytes of commands an
+ * event: 1,000 keep a decision near 120 KB, well under MAX_DECISION_BYTES (960 KiB by default).
+ */
+export const EVENTS_PER_DECISION = 1000;
+
+/**
+ * One release (the events kept back released in one append) takes at most this much event data,
+ * and always one event: the append of a decision that releases is then its report (under
+ * MAX_DECISION_BYTES) plus at most 64 KiB and one event, not plus 1,000 events of any size.
+ */
+export const RELEASE_BYTES = 64 * 1024;
+
+/** An event kept back (`WorkflowEventQueued`) until a decision may take it. */
+export interface QueuedEvent {
+  name: string;
+  data: Json[];
+  causeId?: string;
+}
+
 /** A decision a worker made on its own right after a task's result (`CompleteTaskAndDecide`). */
 export interface NextDecision {
   /** The decision the worker's run stood at: it must be the last one, made by the same worker, and completed. */
@@ -377,12 +417,12 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'PauseWorkflow':
         return state.status === 'running' ? [{ type: 'WorkflowPaused', data: caused }] : [];
       case 'ResumeWorkflow':
-        return state.status === 'paused' ? [{ type: 'WorkflowResumed', data: caused }] : [];
+        return state.status === 'paused' ? withReleases(state, [{ type: 'WorkflowResumed', data: caused }]) : [];
       case 'TerminateWorkflow':
         return final || (command.unlessRetried && state.retried) ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason, ...caused } }];
       case 'DeliverEvent':
         if (final) return [];
-        return [{ type: 'WorkflowEventReceived', data: command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId } }];
+        return [arrival(state, command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId })];
 
       case 'StartDecision': {
         if (!decisionClaimable(state, command.now)) {
@@ -448,10 +488,18 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
               events.push(received);
               current = workflowDecider.evolve(current, received);
             }
-            break;
+            // Then the events the old run kept back (its code never saw them), in order: received
+            // as far as the new run's first decision has room, the rest queued again.
+            for (const event of state.queued ?? []) {
+              const carried = arrival(current as ExistingWorkflow, event, true);
+              events.push(carried);
+              current = workflowDecider.evolve(current, carried);
+            }
+            return events;
           }
         }
-        return events;
+        // A run that goes on takes the next of the events kept back, as far as its next decision has room.
+        return current.status === 'running' ? [...events, ...releases(current)] : events;
       }
 
       case 'FailDecision': {
@@ -524,7 +572,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       case 'RetryWorkflow': {
         if (state.status !== 'failed') return [];
         const resetTasks = command.resetTasks.filter((seq) => state.tasks.get(seq)?.attempt.status === 'failed');
-        return [{ type: 'WorkflowRetried', data: { resetTasks, retriedAt: iso(command.now) } }];
+        return withReleases(state, [{ type: 'WorkflowRetried', data: { resetTasks, retriedAt: iso(command.now) } }]);
       }
 
       case 'ResolveChild': {
@@ -585,7 +633,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           lastDecision: { id: event.data.decisionId, workerId: event.data.workerId, revision: event.revision ?? -1n, startedAt: Date.parse(event.data.startedAt) },
         };
       case 'DecisionCompleted':
-        return { ...state, decision: null, eventsDuringDecision: undefined, decisionFailures: 0, completedDecisionId: event.data.decisionId };
+        // Its code saw every event received before it started; those received since, it did not.
+        return { ...state, decision: null, eventsDuringDecision: undefined, unseen: state.eventsDuringDecision, decisionFailures: 0, completedDecisionId: event.data.decisionId };
       case 'DecisionFailed':
         return {
           ...state,
@@ -648,7 +697,14 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       }
       case 'WorkflowEventReceived': {
         const during = state.decision === null ? state.eventsDuringDecision : (state.eventsDuringDecision ?? 0) + 1;
-        return withCause({ ...state, needsDecision: true, eventsDuringDecision: during }, event.data.causeId);
+        // A release takes the oldest event kept back (a carried one, in a new run, was never queued there).
+        const queued = event.data.queued && state.queued ? state.queued.shift() : state.queued;
+        return withCause({ ...state, needsDecision: true, eventsDuringDecision: during, unseen: (state.unseen ?? 0) + 1, queued: queued?.size ? queued : undefined }, event.data.causeId);
+      }
+      case 'WorkflowEventQueued': {
+        const { name, data, causeId } = event.data;
+        const kept: QueuedEvent = causeId === undefined ? { name, data } : { name, data, causeId };
+        return withCause({ ...state, queued: (state.queued ?? IList<QueuedEvent>()).push(kept) }, causeId);
       }
       case 'WorkflowPaused':
         return withCause({ ...state, status: 'paused' }, event.data.causeId);
@@ -784,6 +840,37 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
       ];
     }
   }
+}
+
+/**
+ * An event arriving: received, unless the run already has `EVENTS_PER_DECISION` events its code
+ * has not seen, or earlier ones are kept back (they go first): then queued. `released`: it was
+ * queued before (carried into a new run), so received it is marked as a release.
+ */
+function arrival(state: ExistingWorkflow, event: QueuedEvent, released = false): WorkflowEvent {
+  if ((state.queued?.size ?? 0) > 0 || (state.unseen ?? 0) >= EVENTS_PER_DECISION) return { type: 'WorkflowEventQueued', data: event };
+  return { type: 'WorkflowEventReceived', data: released ? { ...event, queued: true } : event };
+}
+
+/** The events kept back that the next decision has room for (`EVENTS_PER_DECISION`, `RELEASE_BYTES`), oldest first, released. */
+function releases(state: ExistingWorkflow): WorkflowEvent[] {
+  const room = Math.min(state.queued?.size ?? 0, EVENTS_PER_DECISION - (state.unseen ?? 0));
+  const out: WorkflowEvent[] = [];
+  let bytes = 0;
+  for (let i = 0; i < room; i++) {
+    const data = { ...state.queued!.get(i)!, queued: true as const };
+    bytes += Buffer.byteLength(JSON.stringify(data.data), 'utf8');
+    if (out.length > 0 && bytes > RELEASE_BYTES) break;
+    out.push({ type: 'WorkflowEventReceived', data });
+  }
+  return out;
+}
+
+/** `events` (a resume, a retry) and then the releases the state after them has room for. */
+function withReleases(state: ExistingWorkflow, events: WorkflowEvent[]): WorkflowEvent[] {
+  if (!state.queued?.size) return events;
+  const after = events.reduce<WorkflowState>((s, e) => workflowDecider.evolve(s, e), state);
+  return after.status === 'running' ? [...events, ...releases(after)] : events;
 }
 
 /** The state with `causeId` (an effect of another workflow's `select()`) among the causes applied. */

@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { gql } from '../api';
 import { CursorListButtons, atLeast, time, useCursorList, useSession } from '../shared';
 
-const ACTIONS = ['WorkflowDispatched', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowEventReceived', 'WorkflowRetried', 'TaskDispatched', 'TaskRetried', 'ScheduleCreated', 'SchedulePaused', 'ScheduleResumed', 'ScheduleTriggered', 'ScheduleDeleted'];
+const ACTIONS = ['WorkflowDispatched', 'WorkflowPaused', 'WorkflowResumed', 'WorkflowTerminated', 'WorkflowEventReceived', 'WorkflowEventQueued', 'WorkflowRetried', 'TaskDispatched', 'TaskRetried', 'ScheduleCreated', 'SchedulePaused', 'ScheduleResumed', 'ScheduleTriggered', 'ScheduleDeleted'];
 const AUDIT = `query($filter: AuditFilterInput!, $first: Int, $after: String) { auditLog(filter: $filter, first: $first, after: $after) { totalCount totalCountCapped pageInfo { hasNextPage endCursor } nodes { id at actor actorLabel action streamId name } } }`;
 const PAGE = 100;
 

@@ -81,7 +81,9 @@ function summary(e: HistoryEvent): string {
     case 'DecisionFailed':
       return `${d.code}: ${d.message}`;
     case 'WorkflowEventReceived':
-      return `${d.name} ${JSON.stringify(d.data)}`;
+      return `${d.name} ${JSON.stringify(d.data)}${d.queued ? ' (released from the queue)' : ''}`;
+    case 'WorkflowEventQueued':
+      return `${d.name} ${JSON.stringify(d.data)} (queued: released when a decision has room)`;
     case 'WorkflowCompleted':
       return JSON.stringify(d.result);
     case 'WorkflowTerminated':
