@@ -83,7 +83,8 @@ function summary(e: HistoryEvent): string {
     case 'WorkflowEventReceived':
       return `${d.name} ${JSON.stringify(d.data)}${d.queued ? ' (released from the queue)' : ''}`;
     case 'WorkflowEventQueued':
-      return `${d.name} ${JSON.stringify(d.data)} (queued: released when a decision has room)`;
+      // Its row says it is queued (the type); its release, later, says where it came from.
+      return `${d.name} ${JSON.stringify(d.data)}`;
     case 'WorkflowCompleted':
       return JSON.stringify(d.result);
     case 'WorkflowTerminated':
