@@ -1,6 +1,6 @@
 /**
  * An event sent to a workflow with a backlog is recorded as `WorkflowEventQueued` (the send, with
- * its actor) and later released as `WorkflowEventReceived` with `queued: true` in the append of a
+ * its actor) and later released as `WorkflowEventReceived { queuedAt }` in the append of a
  * resume or a decision: the audit log lists the send once, as the queued event, not the release.
  */
 import { describe, expect, it } from '@jest/globals';
@@ -27,7 +27,7 @@ describe('the audit log of a backlog', () => {
     model.project(stored(1, 'WorkflowEventReceived', { name: 'update', data: [1] }, 'tok_a'));
     model.project(stored(2, 'WorkflowEventQueued', { name: 'update', data: [2] }, 'tok_a'));
     model.project(stored(3, 'WorkflowResumed', {}, 'tok_b'));
-    model.project(stored(4, 'WorkflowEventReceived', { name: 'update', data: [2], queued: true }, 'tok_b'));
+    model.project(stored(4, 'WorkflowEventReceived', { queuedAt: 2 }, 'tok_b'));
     const page = model.page({ appId: 'a', environment: 'e' }, 10, null);
     expect(page.entries.map((e) => [e.action, e.actor])).toEqual([
       ['WorkflowResumed', 'tok_b'],

@@ -3,6 +3,8 @@
  * at most `EVENTS_PER_DECISION` new events a decision, with a real service and a real
  * `baton worker` process: before, the first decision after resume got all of them, its answer
  * (two timer commands per event) was over the decision limits, and the workflow never moved again.
+ * A release (`WorkflowEventReceived { queuedAt }`) copies no data; workers get it with the queued
+ * event's name and data put in.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EVENTS_PER_DECISION } from '../../src/workflows/domain/workflow.decider.js';
@@ -62,7 +64,14 @@ describe('a backlog of events after a pause', () => {
     expect(count(history, 'WorkflowEventQueued')).toBe(10_001 - EVENTS_PER_DECISION);
     expect(count(history, 'WorkflowEventReceived')).toBe(10_001);
     expect(count(history, 'DecisionFailed')).toBe(0);
-    const received = history.filter((e) => e.type === 'WorkflowEventReceived').map((e) => e.data.data[0]);
+    // A release points at its queued event (same stream) and holds no data of its own.
+    const byRevision = new Map(history.map((e) => [e.revision, e]));
+    const releases = history.filter((e) => e.type === 'WorkflowEventReceived' && e.data.queuedAt !== undefined);
+    expect(releases).toHaveLength(10_001 - EVENTS_PER_DECISION);
+    expect(releases.every((e) => e.data.data === undefined && byRevision.get(e.data.queuedAt)?.type === 'WorkflowEventQueued')).toBe(true);
+    expect(new Set(releases.map((e) => e.data.queuedAt)).size).toBe(releases.length);
+    const sent = (e: HistoryEntry) => (e.data.queuedAt !== undefined ? byRevision.get(e.data.queuedAt)!.data : e.data);
+    const received = history.filter((e) => e.type === 'WorkflowEventReceived').map((e) => sent(e).data[0]);
     expect(received).toEqual([...Array.from({ length: 10_000 }, (_, i) => i), 'stop']);
     let unseen = 0;
     let most = 0;
@@ -78,7 +87,8 @@ describe('a backlog of events after a pause', () => {
     const after = history.filter((e) => e.revision > resumedAt);
     console.log(
       `backlog of 10,001 events: ${history.length} events in the stream, ${decisions} decisions (${count(after, 'DecisionStarted')} after resume, ` +
-        `each a claim append and a completion append), event data: queued ${bytes('WorkflowEventQueued')} B, received ${bytes('WorkflowEventReceived')} B`,
+        `each a claim append and a completion append), event data: queued ${bytes('WorkflowEventQueued')} B, received ${bytes('WorkflowEventReceived')} B ` +
+        `(of which releases ${releases.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)), 0)} B)`,
     );
   }, 300_000);
 });
@@ -138,7 +148,19 @@ describe('what a worker gets of a backlog', () => {
     const received = all.filter((e) => e.type === 'WorkflowEventReceived');
     expect(received.map((e) => e.data.data[0])).toEqual(Array.from({ length: EVENTS_PER_DECISION + 50 }, (_, i) => i));
     const secondStart = all.filter((e) => e.type === 'DecisionStarted')[1].revision;
-    expect(received.filter((e) => e.revision > secondStart)).toHaveLength(50);
+    const released = received.filter((e) => e.revision > secondStart);
+    expect(released).toHaveLength(50);
+    // The worker gets each release as the event it releases: its name and original data, no reference.
+    expect(released.map((e) => e.data)).toEqual(Array.from({ length: 50 }, (_, i) => ({ name: 'update', data: [EVENTS_PER_DECISION + i] })));
+    // In the stream those are references (no copy of the data) to the queued events.
+    const stored = new Map((await engine.history(id)).map((e) => [e.revision, e]));
+    for (const e of released) {
+      const release = stored.get(e.revision)!;
+      expect(release.data).toEqual({ queuedAt: expect.any(Number) });
+      expect(stored.get(release.data.queuedAt)).toMatchObject({ type: 'WorkflowEventQueued', data: e.data });
+    }
+    // The same history, paged in with decisionHistory by the worker that holds the claim.
+    expect(await historyOf('raw-3', { ...third, history: null })).toEqual(all);
     await engine.terminate({ id });
   }, 120_000);
 });

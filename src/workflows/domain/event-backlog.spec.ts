@@ -1,12 +1,14 @@
 /**
  * A backlog of events (sent while a workflow is paused, or while no worker runs) reaches its code
  * in parts: at most EVENTS_PER_DECISION new events a decision. More are recorded as
- * `WorkflowEventQueued` and released, in order, as `WorkflowEventReceived` (`queued: true`) with
- * each decision that leaves the run going; a continue-as-new carries them; causes stay exactly-once.
+ * `WorkflowEventQueued` and released, in order, as `WorkflowEventReceived { queuedAt }` (a
+ * reference to the queued event, no copy of its data) with each decision that leaves the run
+ * going; a continue-as-new carries the references; causes stay exactly-once. The state keeps two
+ * numbers a queued event, never its data, and refuses a send past MAX_QUEUED_EVENTS.
  */
 import { describe, expect, it } from '@jest/globals';
 import type { DecisionCommand } from './workflow-commands.js';
-import { EVENTS_PER_DECISION, RELEASE_BYTES, ExistingWorkflow, WorkflowCommand, WorkflowEvent, WorkflowState, workflowDecider } from './workflow.decider.js';
+import { EVENTS_PER_DECISION, MAX_QUEUED_EVENTS, RELEASE_BYTES, ExistingWorkflow, WorkflowCommand, WorkflowEvent, WorkflowState, workflowDecider } from './workflow.decider.js';
 
 const K = EVENTS_PER_DECISION;
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
@@ -42,6 +44,16 @@ class Run {
     this.do({ type: 'StartDecision', decisionId: id, workerId: 'w1', workflows: ['Loop'], now: T0 + ms, leaseMs: 60_000 });
     return this.do({ type: 'CompleteDecision', decisionId: id, commands, ids: {} });
   }
+  /** The name and data an event carries to the code: a release's are those of the queued event it points at. */
+  sent(e: WorkflowEvent): { name: string; data: unknown[]; causeId?: string } {
+    if (e.type !== 'WorkflowEventReceived' && e.type !== 'WorkflowEventQueued') throw new Error(`not an event sent: ${e.type}`);
+    if (e.type === 'WorkflowEventReceived' && e.data.queuedAt !== undefined) {
+      const queued = this.events[e.data.queuedAt];
+      expect(queued.type).toBe('WorkflowEventQueued');
+      return queued.data as { name: string; data: unknown[] };
+    }
+    return e.data as { name: string; data: unknown[] };
+  }
   get ws(): ExistingWorkflow {
     return this.state as ExistingWorkflow;
   }
@@ -50,7 +62,7 @@ class Run {
     const out: unknown[][] = [];
     let current: unknown[] = [];
     for (const e of this.events) {
-      if (e.type === 'WorkflowEventReceived') current.push(e.data.data[0]);
+      if (e.type === 'WorkflowEventReceived') current.push(this.sent(e).data[0]);
       if (e.type === 'DecisionStarted') {
         out.push(current);
         current = [];
@@ -77,7 +89,7 @@ describe('events beyond EVENTS_PER_DECISION', () => {
     expect(types(run.do({ type: 'ResumeWorkflow' }))).toEqual(['WorkflowResumed']);
     const first = run.decide('d2');
     expect(types(first.slice(0, 1))).toEqual(['DecisionCompleted']);
-    expect(first.slice(1).every((e) => e.type === 'WorkflowEventReceived' && e.data.queued === true)).toBe(true);
+    expect(first.slice(1).every((e) => e.type === 'WorkflowEventReceived' && e.data.queuedAt !== undefined && e.data.data === undefined)).toBe(true);
     expect(first).toHaveLength(1 + K);
     run.decide('d3');
     run.decide('d4');
@@ -95,7 +107,7 @@ describe('events beyond EVENTS_PER_DECISION', () => {
     run.do({ type: 'StartDecision', decisionId: 'd1', workerId: 'w1', workflows: ['Loop'], now: T0, leaseMs: 60_000 });
     expect(types(run.send('late'))).toEqual(['WorkflowEventQueued']);
     const done = run.do({ type: 'CompleteDecision', decisionId: 'd1', commands: [], ids: {} });
-    expect(done.slice(1).map((e) => (e.data as { data: unknown[] }).data[0])).toEqual([K, K + 1, 'late']);
+    expect(done.slice(1).map((e) => run.sent(e).data[0])).toEqual([K, K + 1, 'late']);
     // Nothing kept back any more: the next event is received at once.
     expect(types(run.send('next'))).toEqual(['WorkflowEventReceived']);
   });
@@ -128,30 +140,41 @@ describe('events beyond EVENTS_PER_DECISION', () => {
     expect(run.do({ type: 'DeliverEvent', name: 'update', data: [0] })).toEqual([]);
   });
 
-  it('a continue-as-new carries the queue into the new run after the untaken events: received as far as K, the rest queued again', () => {
+  it('a continue-as-new carries the queue into the new run after the untaken events, as references to where the events are recorded', () => {
     const run = new Run(dispatched);
     for (let i = 0; i < K + 10; i++) run.send(i);
+    const queuedAt = run.events.filter((e) => e.type === 'WorkflowEventQueued').map((e) => Number(e.revision));
     const untaken = [{ name: 'update', data: ['u'] }];
     const done = run.decide('d1', [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10), events: untaken }]);
     expect(types(done.slice(0, 3))).toEqual(['DecisionCompleted', 'WorkflowContinuedAsNew', 'WorkflowEventReceived']);
+    // The new run's first event lists where the kept-back events are (numbers), not their data.
+    const continued = done[1] as Extract<WorkflowEvent, { type: 'WorkflowContinuedAsNew' }>;
+    expect(continued.data.queued).toEqual({ at: queuedAt, bytes: queuedAt.map((r) => JSON.stringify((run.events[r].data as { data: unknown[] }).data).length) });
     const carried = done.slice(3);
-    expect(carried.map((e) => (e.data as { data: unknown[] }).data[0])).toEqual(Array.from({ length: 10 }, (_, i) => K + i));
-    expect(carried.every((e) => e.type === 'WorkflowEventReceived')).toBe(true);
+    expect(carried.map((e) => e.data)).toEqual(queuedAt.map((r) => ({ queuedAt: r })));
+    expect(carried.map((e) => run.sent(e).data[0])).toEqual(Array.from({ length: 10 }, (_, i) => K + i));
     expect(run.ws.run).toBe(2);
     expect(run.ws.unseen).toBe(11);
     expect(run.ws.queued).toBeUndefined();
 
-    // A bigger backlog: the new run's first decision gets K (the untaken first), the rest queued there.
+    // A bigger backlog: the new run's first decision gets K (the untaken first), the rest stay queued where they are.
     const big = new Run(dispatched);
     for (let i = 0; i < 3 * K; i++) big.send(i);
     const carriedBig = big.decide('d1', [{ type: 'ContinueAsNew', seq: 0, args: [], at: at(10), events: [] }]).slice(2);
     expect(count(carriedBig, 'WorkflowEventReceived')).toBe(K);
-    expect(count(carriedBig, 'WorkflowEventQueued')).toBe(K);
+    expect(count(carriedBig, 'WorkflowEventQueued')).toBe(0);
+    expect(big.ws.queued?.size).toBe(K);
     // A cold load of the new run (from its WorkflowContinuedAsNew on) folds to the same queue.
     const from = big.events.findIndex((e) => e.type === 'WorkflowContinuedAsNew');
     const cold = big.events.slice(from).reduce((s, e) => workflowDecider.evolve(s, e), workflowDecider.initialState()) as ExistingWorkflow;
     expect(cold.queued?.toArray()).toEqual(big.ws.queued?.toArray());
     expect(cold.unseen).toBe(K);
+    // The new run's decisions take the rest, in order, each event once.
+    big.decide('d2');
+    big.decide('d3');
+    expect(big.ws.queued).toBeUndefined();
+    const afterContinue = big.events.slice(from).filter((e) => e.type === 'WorkflowEventReceived').map((e) => big.sent(e).data[0]);
+    expect(afterContinue).toEqual(Array.from({ length: 2 * K }, (_, i) => K + i));
   });
 
   it('a queued send from another workflow is recognised when the effect is carried out again, queued, released or carried over', () => {
@@ -160,7 +183,7 @@ describe('events beyond EVENTS_PER_DECISION', () => {
     expect(types(run.send('x', 'cause-1'))).toEqual(['WorkflowEventQueued']);
     expect(run.send('x', 'cause-1')).toEqual([]);
     run.decide('d1');
-    expect(run.events.filter((e) => e.type === 'WorkflowEventReceived' && e.data.causeId === 'cause-1')).toHaveLength(1);
+    expect(run.events.filter((e) => e.type === 'WorkflowEventReceived' && run.sent(e).causeId === 'cause-1')).toHaveLength(1);
     expect(run.send('x', 'cause-1')).toEqual([]);
     // Queued, then carried into a new run: still known there.
     for (let i = 0; i < K + 1; i++) run.send(i);
@@ -201,6 +224,46 @@ describe('a release', () => {
     run.decide('d3');
     run.decide('d4');
     const fourth = run.decide('d5');
-    expect(fourth.filter((e) => e.type === 'WorkflowEventReceived').map((e) => (e.data as { name: string }).name)).toEqual(['huge']);
+    expect(fourth.filter((e) => e.type === 'WorkflowEventReceived').map((e) => run.sent(e).name)).toEqual(['huge']);
+  });
+});
+
+describe('the state of a backlog', () => {
+  it('holds two numbers a queued event (where it is recorded, the size of its data), never its name or data', () => {
+    const run = new Run(dispatched);
+    for (let i = 0; i < K; i++) run.send(i);
+    for (let i = 0; i < 50; i++) run.do({ type: 'DeliverEvent', name: 'secret-name', data: [`secret-data-${i}`, { big: 'x'.repeat(1000) }], causeId: `cause-${i}` });
+    expect(run.ws.queued?.size).toBe(50);
+    const queuedEvents = run.events.filter((e) => e.type === 'WorkflowEventQueued');
+    expect(run.ws.queued!.toArray()).toEqual(queuedEvents.map((e) => ({ at: Number(e.revision), bytes: Buffer.byteLength(JSON.stringify((e.data as { data: unknown[] }).data)) })));
+    for (const q of run.ws.queued!) expect(Object.keys(q).sort()).toEqual(['at', 'bytes']);
+    const held = JSON.stringify(run.state, (_, v) => (typeof v === 'bigint' ? String(v) : v));
+    expect(held).not.toContain('secret-data');
+    expect(held).not.toContain('secret-name');
+    expect(held).not.toContain('xxxxxxxxxx');
+    // Their releases point at them and copy nothing.
+    const released = run.decide('d1').filter((e) => e.type === 'WorkflowEventReceived');
+    expect(released.map((e) => e.data)).toEqual(queuedEvents.map((e) => ({ queuedAt: Number(e.revision) })));
+    expect(JSON.stringify(released)).not.toContain('secret');
+  });
+
+  it(`refuses a send past MAX_QUEUED_EVENTS (${MAX_QUEUED_EVENTS}) with RATE_LIMITED and records nothing; takes sends again once a decision released some`, () => {
+    const run = new Run(dispatched);
+    for (let i = 0; i < K + MAX_QUEUED_EVENTS; i++) run.send(i);
+    expect(run.ws.queued?.size).toBe(MAX_QUEUED_EVENTS);
+    const before = { events: run.events.length, state: run.state };
+    let refused: unknown;
+    try {
+      run.send('one too many');
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toMatchObject({ code: 'RATE_LIMITED', details: { limit: 'MAX_QUEUED_EVENTS', workflowId: WF } });
+    expect((refused as Error).message).toContain('MAX_QUEUED_EVENTS');
+    expect(run.events).toHaveLength(before.events);
+    expect(run.state).toBe(before.state);
+    run.decide('d1');
+    expect(run.ws.queued?.size).toBe(MAX_QUEUED_EVENTS - K);
+    expect(types(run.send('room again'))).toEqual(['WorkflowEventQueued']);
   });
 });
