@@ -103,7 +103,7 @@ export class AuditReadModel implements DurableProjection {
     if (actor === 'system' || actor.startsWith('worker:')) return;
     const data = stored.data as Record<string, unknown>;
     // A release of an event kept back: its send was recorded, with its actor, as WorkflowEventQueued.
-    if (stored.type === 'WorkflowEventReceived' && data.queued === true) return;
+    if (stored.type === 'WorkflowEventReceived' && data.queuedAt !== undefined) return;
     // Positional parameters: cheaper to bind than named ones (a rebuild inserts one row per API action).
     this.insert.run(
       Number(position),

@@ -8,11 +8,14 @@ import { replayableHistory } from '../protocol/workflow-retry.js';
 import { startProgress } from './progress.js';
 import { loadDefinitions } from './worker-command.js';
 import { CliError } from './store-commands.js';
+import { withReleasedData } from '../workflows/released-events.js';
 
 /** A workflow's current run (from its last `WorkflowContinuedAsNew`, or its start): what a replay checks, read from the end. */
 async function readCurrentRun(store: EventStore, workflowId: string): Promise<HistoryEvent[]> {
   const events = await readLatestRun(store, `workflow-${workflowId}`, WORKFLOW_RESET_TYPES);
-  return events.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
+  // As the engine hands it to workers: no queued event, each release with the data it released.
+  const run = events.filter((e) => e.type !== 'WorkflowEventQueued').map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
+  return withReleasedData(store, `workflow-${workflowId}`, run);
 }
 
 /** Events read from the store at a time: the CLI's memory holds one page, whatever the stream's length. */

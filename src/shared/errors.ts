@@ -79,6 +79,22 @@ export class TooManySchedulesError extends BatonError {
   }
 }
 
+/**
+ * A workflow already keeps back as many events as it may (MAX_QUEUED_EVENTS, a backlog its code
+ * has not taken yet): the send is refused and nothing is recorded.
+ */
+export class TooManyQueuedEventsError extends BatonError {
+  readonly code = 'RATE_LIMITED';
+  readonly details: Record<string, unknown>;
+  constructor(workflowId: string, limit: number) {
+    super(
+      `workflow ${workflowId} already keeps back ${limit} events its code has not taken (MAX_QUEUED_EVENTS); this event was not recorded: ` +
+        'resume the workflow (or run its workers) and send it again once the backlog goes down',
+    );
+    this.details = { limit: 'MAX_QUEUED_EVENTS', workflowId };
+  }
+}
+
 /** A token already has as many awaitWorkflow long polls waiting as it may (MAX_AWAITS_PER_TOKEN). */
 export class TooManyAwaitsError extends BatonError {
   readonly code = 'RATE_LIMITED';

@@ -19,6 +19,7 @@ import { parseJson, rejection, reportedCommands } from './worker-input-limits.js
 import { currentAnswerBudget } from '../graphql/answer-budget.js';
 import { TokensReadModel } from '../tokens/tokens.projection.js';
 import { ReadFence } from '../event-store/read-fence.js';
+import { withReleasedData } from '../workflows/released-events.js';
 import {
   DecidedWork,
   DecisionHistoryInput,
@@ -439,10 +440,13 @@ export class EngineService {
     for (let at = from; at <= to; ) {
       const read = await this.store.readStream(`workflow-${workflowId}`, { fromRevision: at, maxCount: Math.min(Number(to - at) + 1, HISTORY_READ_CHUNK) });
       if (read.length === 0) break;
-      for (const e of read) {
-        if (e.revision > to) return { events, parts, cost, complete: true };
-        if (NOT_REPLAYED.has(e.type)) continue;
-        const event = { revision: Number(e.revision), type: e.type, data: e.data };
+      // Releases get the name and data of what they release: at most one more read of as many events.
+      const chunk = await withReleasedData(
+        this.store,
+        `workflow-${workflowId}`,
+        read.filter((e) => e.revision <= to && !NOT_REPLAYED.has(e.type)).map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data })),
+      );
+      for (const event of chunk) {
         const json = JSON.stringify(event);
         const bytes = answerBytes(json) + 2;
         if (parts.length > 0 && cost + bytes > maxBytes) return { events, parts, cost, complete: false };
@@ -450,6 +454,7 @@ export class EngineService {
         events.push(event);
         parts.push(json);
       }
+      if (read[read.length - 1].revision >= to) break;
       at = read[read.length - 1].revision + 1n;
     }
     return { events, parts, cost, complete: true };
@@ -458,7 +463,8 @@ export class EngineService {
   /** Events `from`..`to` of a workflow's stream, as the SDK replays them. */
   private async readRun(workflowId: string, from: bigint, to: bigint): Promise<Array<{ revision: number; type: string; data: unknown }>> {
     const events: RecordedEvent[] = await this.store.readStream(`workflow-${workflowId}`, { fromRevision: from, maxCount: Number(to - from) + 1 });
-    return events.filter((e) => e.revision <= to && !NOT_REPLAYED.has(e.type)).map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
+    const run = events.filter((e) => e.revision <= to && !NOT_REPLAYED.has(e.type)).map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data }));
+    return withReleasedData(this.store, `workflow-${workflowId}`, run);
   }
 
   private async claimTask(
@@ -883,7 +889,8 @@ const SMALL_RUN_BYTES = 64 * 1024;
  * the workflow's code replays (the SDK skips them), and a task that heartbeats for a day records
  * 5,760 of them at the default lease, which every decision after it carried (found in review).
  * An event kept back (`WorkflowEventQueued`) reaches the code only when released, as the
- * `WorkflowEventReceived` SDKs of every version know; the queued copy is never replayed.
+ * `WorkflowEventReceived` SDKs of every version know (its release, with the queued event's name
+ * and data put in: withReleasedData); the queued event itself is never replayed.
  * The revisions of what is sent are unchanged (a history may skip revisions, as `decisionHistory`
  * pages do).
  */

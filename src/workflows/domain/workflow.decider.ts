@@ -1,6 +1,6 @@
 import { List as IList, Map as IMap, OrderedSet as IOrderedSet, Set as ISet } from 'immutable';
 import { Json } from '../../event-store/event-store.port.js';
-import { BadUserInputError, BatonError, ConflictError, NotFoundError } from '../../shared/errors.js';
+import { BadUserInputError, BatonError, ConflictError, NotFoundError, TooManyQueuedEventsError } from '../../shared/errors.js';
 import { Decider } from '../../shared/decider.js';
 import {
   AttemptEvent,
@@ -66,6 +66,12 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
      */
     causes?: string[];
     /**
+     * The events the ended runs kept back (`WorkflowEventQueued`) and did not release: their
+     * revisions in this stream (`at`, oldest first) and the size of their data (`bytes`), so the
+     * new run releases them from where they were recorded. Absent when none.
+     */
+    queued?: { at: number[]; bytes: number[] };
+    /**
      * The decision whose commands ended the old run: a repeat of its report (a worker that lost
      * the answer) is acknowledged in the new run too. Absent from events recorded before it existed.
      */
@@ -104,14 +110,16 @@ export interface WorkflowEventData extends WithSeq<AttemptEventData> {
   ScheduleRequested: { seq: number; scheduleId: string; kind: 'workflow' | 'task'; name: string; args: Json[]; cron: string; timezone: string | null; tag: string | null };
   ControlApplied: { seq: number; matched: number; changed: number };
   /**
-   * `causeId`: the effect that delivered it (a workflow's `select().send`), so a repeat is recognised.
-   * `queued`: recorded first as `WorkflowEventQueued` (a backlog) and released here, in order.
+   * An event sent (`name`, `data`); `causeId`: the effect that delivered it (a workflow's
+   * `select().send`), so a repeat is recognised. Or a release (`queuedAt`): the event recorded at
+   * that revision of this stream as `WorkflowEventQueued` reaches the code here, in order; its name
+   * and data stay there (the histories handed to workers put them in, see released-events.ts).
    */
-  WorkflowEventReceived: { name: string; data: Json[]; causeId?: string; queued?: true };
+  WorkflowEventReceived: ReceivedEventData | ReleasedEventData;
   /**
    * An event sent while the run already had `EVENTS_PER_DECISION` events its code had not seen (or
    * while earlier ones were queued): kept back, out of the histories workers get, and released in
-   * order as `WorkflowEventReceived` (`queued: true`) when a decision completes, at most
+   * order as `WorkflowEventReceived { queuedAt }` when a decision completes, at most
    * `EVENTS_PER_DECISION` new events a decision.
    */
   WorkflowEventQueued: { name: string; data: Json[]; causeId?: string };
@@ -224,7 +232,10 @@ export type WorkflowState =
        * since the start of the last completed decision. Absent when none.
        */
       unseen?: number;
-      /** Events kept back (`WorkflowEventQueued`), oldest first, not released yet. Absent when none. */
+      /**
+       * Events kept back (`WorkflowEventQueued`), oldest first, not released yet: where each is
+       * recorded and the size of its data, never the data (it stays in the stream). Absent when none.
+       */
       queued?: IList<QueuedEvent>;
       /**
        * Retried at least once (`WorkflowRetried`), in this run or an earlier one (kept by
@@ -343,11 +354,41 @@ export const EVENTS_PER_DECISION = 1000;
  */
 export const RELEASE_BYTES = 64 * 1024;
 
-/** An event kept back (`WorkflowEventQueued`) until a decision may take it. */
+/**
+ * At most this many events kept back a workflow: a send beyond is refused
+ * (`TooManyQueuedEventsError`, RATE_LIMITED) and records nothing. The state holds two numbers a
+ * queued event, and a continue-as-new carries them (`WorkflowContinuedAsNew.queued`, at most
+ * about 1.3 MB at the cap); 100,000 events is 100 decisions of backlog.
+ */
+export const MAX_QUEUED_EVENTS = 100_000;
+
+/** An event kept back (`WorkflowEventQueued`) until a decision may take it: where it is recorded and its data's size. */
 export interface QueuedEvent {
+  /** Its revision in the workflow's stream. */
+  at: number;
+  /** Bytes of its data (as JSON): what a release counts against `RELEASE_BYTES`. */
+  bytes: number;
+}
+
+/** A sent event, as recorded when it reaches the code at once (or carried over as untaken). */
+export interface ReceivedEventData {
   name: string;
   data: Json[];
   causeId?: string;
+  queuedAt?: never;
+}
+
+/** A release of the event recorded at revision `queuedAt` as `WorkflowEventQueued`. */
+export interface ReleasedEventData {
+  queuedAt: number;
+  name?: never;
+  data?: never;
+  causeId?: never;
+}
+
+/** The bytes of an event's data as a release counts them. */
+export function eventDataBytes(data: Json[]): number {
+  return Buffer.byteLength(JSON.stringify(data), 'utf8');
 }
 
 /** A decision a worker made on its own right after a task's result (`CompleteTaskAndDecide`). */
@@ -420,9 +461,13 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         return state.status === 'paused' ? withReleases(state, [{ type: 'WorkflowResumed', data: caused }]) : [];
       case 'TerminateWorkflow':
         return final || (command.unlessRetried && state.retried) ? [] : [{ type: 'WorkflowTerminated', data: { reason: command.reason, ...caused } }];
-      case 'DeliverEvent':
+      case 'DeliverEvent': {
         if (final) return [];
-        return [arrival(state, command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId })];
+        const data = command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId };
+        if (!keptBack(state)) return [{ type: 'WorkflowEventReceived', data }];
+        if ((state.queued?.size ?? 0) >= MAX_QUEUED_EVENTS) throw new TooManyQueuedEventsError(state.id, MAX_QUEUED_EVENTS);
+        return [{ type: 'WorkflowEventQueued', data }];
+      }
 
       case 'StartDecision': {
         if (!decisionClaimable(state, command.now)) {
@@ -488,14 +533,10 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
               events.push(received);
               current = workflowDecider.evolve(current, received);
             }
-            // Then the events the old run kept back (its code never saw them), in order: received
-            // as far as the new run's first decision has room, the rest queued again.
-            for (const event of state.queued ?? []) {
-              const carried = arrival(current as ExistingWorkflow, event, true);
-              events.push(carried);
-              current = workflowDecider.evolve(current, carried);
-            }
-            return events;
+            // Then the events the old run kept back (its code never saw them), in order: they stay
+            // where they were recorded (the new run is in the same stream, its WorkflowContinuedAsNew
+            // lists where), released as far as the new run's first decision has room.
+            return [...events, ...releases(current as ExistingWorkflow)];
           }
         }
         // A run that goes on takes the next of the events kept back, as far as its next decision has room.
@@ -610,6 +651,7 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         ...(next && event.data.awaitedChildren !== undefined ? { childrenEndedFrom: event.data.childrenEndedFrom ?? 0 } : {}),
         ...(next && event.data.retried ? { retried: true as const } : {}),
         ...(next && event.data.causes?.length ? { causes: IOrderedSet(event.data.causes) } : {}),
+        ...(next && event.data.queued?.at.length ? { queued: IList(event.data.queued.at.map((at, i) => ({ at, bytes: event.data.queued!.bytes[i] ?? 0 }))) } : {}),
         input: event.data.input,
         tasks: IMap(),
         timers: IMap(),
@@ -697,14 +739,14 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
       }
       case 'WorkflowEventReceived': {
         const during = state.decision === null ? state.eventsDuringDecision : (state.eventsDuringDecision ?? 0) + 1;
-        // A release takes the oldest event kept back (a carried one, in a new run, was never queued there).
-        const queued = event.data.queued && state.queued ? state.queued.shift() : state.queued;
+        // A release takes the oldest event kept back (its cause was applied when it was queued).
+        const queued = event.data.queuedAt !== undefined && state.queued ? state.queued.shift() : state.queued;
         return withCause({ ...state, needsDecision: true, eventsDuringDecision: during, unseen: (state.unseen ?? 0) + 1, queued: queued?.size ? queued : undefined }, event.data.causeId);
       }
       case 'WorkflowEventQueued': {
-        const { name, data, causeId } = event.data;
-        const kept: QueuedEvent = causeId === undefined ? { name, data } : { name, data, causeId };
-        return withCause({ ...state, queued: (state.queued ?? IList<QueuedEvent>()).push(kept) }, causeId);
+        // Where it is and how big: its data stays in the stream.
+        const kept: QueuedEvent = { at: Number(event.revision ?? -1n), bytes: eventDataBytes(event.data.data) };
+        return withCause({ ...state, queued: (state.queued ?? IList<QueuedEvent>()).push(kept) }, event.data.causeId);
       }
       case 'WorkflowPaused':
         return withCause({ ...state, status: 'paused' }, event.data.causeId);
@@ -833,6 +875,8 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
             childrenEndedFrom: state.run === 1 ? 0 : (state.childrenEndedFrom ?? state.seqBase),
             ...(state.retried ? { retried: true as const } : {}),
             ...(state.causes?.size ? { causes: state.causes.toArray().slice(-CARRIED_CAUSES) } : {}),
+            // References (numbers), not copies: the new run is in the same stream.
+            ...(state.queued?.size ? { queued: { at: state.queued.map((q) => q.at).toArray(), bytes: state.queued.map((q) => q.bytes).toArray() } } : {}),
             decisionId,
             ownDraws: true,
           },
@@ -842,26 +886,24 @@ function commandEvents(command: DecisionCommand, state: ExistingWorkflow, ids: R
   }
 }
 
-/**
- * An event arriving: received, unless the run already has `EVENTS_PER_DECISION` events its code
- * has not seen, or earlier ones are kept back (they go first): then queued. `released`: it was
- * queued before (carried into a new run), so received it is marked as a release.
- */
-function arrival(state: ExistingWorkflow, event: QueuedEvent, released = false): WorkflowEvent {
-  if ((state.queued?.size ?? 0) > 0 || (state.unseen ?? 0) >= EVENTS_PER_DECISION) return { type: 'WorkflowEventQueued', data: event };
-  return { type: 'WorkflowEventReceived', data: released ? { ...event, queued: true } : event };
+/** An event sent now is kept back: the run already has `EVENTS_PER_DECISION` events its code has not seen, or earlier ones are kept back (they go first). */
+function keptBack(state: ExistingWorkflow): boolean {
+  return (state.queued?.size ?? 0) > 0 || (state.unseen ?? 0) >= EVENTS_PER_DECISION;
 }
 
-/** The events kept back that the next decision has room for (`EVENTS_PER_DECISION`, `RELEASE_BYTES`), oldest first, released. */
+/**
+ * Releases of the events kept back that the next decision has room for (`EVENTS_PER_DECISION`,
+ * `RELEASE_BYTES` of their data, always one), oldest first: each points at its `WorkflowEventQueued`.
+ */
 function releases(state: ExistingWorkflow): WorkflowEvent[] {
   const room = Math.min(state.queued?.size ?? 0, EVENTS_PER_DECISION - (state.unseen ?? 0));
   const out: WorkflowEvent[] = [];
   let bytes = 0;
   for (let i = 0; i < room; i++) {
-    const data = { ...state.queued!.get(i)!, queued: true as const };
-    bytes += Buffer.byteLength(JSON.stringify(data.data), 'utf8');
+    const q = state.queued!.get(i)!;
+    bytes += q.bytes;
     if (out.length > 0 && bytes > RELEASE_BYTES) break;
-    out.push({ type: 'WorkflowEventReceived', data });
+    out.push({ type: 'WorkflowEventReceived', data: { queuedAt: q.at } });
   }
   return out;
 }

@@ -81,7 +81,8 @@ function summary(e: HistoryEvent): string {
     case 'DecisionFailed':
       return `${d.code}: ${d.message}`;
     case 'WorkflowEventReceived':
-      return `${d.name} ${JSON.stringify(d.data)}${d.queued ? ' (released from the queue)' : ''}`;
+      // A release names the WorkflowEventQueued (same stream) that holds its name and data.
+      return d.queuedAt !== undefined ? `release of the event queued at revision ${d.queuedAt}` : `${d.name} ${JSON.stringify(d.data)}`;
     case 'WorkflowEventQueued':
       // Its row says it is queued (the type); its release, later, says where it came from.
       return `${d.name} ${JSON.stringify(d.data)}`;
