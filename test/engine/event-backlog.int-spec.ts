@@ -7,7 +7,7 @@
  * event's name and data put in.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { EVENTS_PER_DECISION } from '../../src/workflows/domain/workflow.decider.js';
+import { EVENTS_PER_DECISION, MAX_QUEUED_EVENTS } from '../../src/workflows/domain/workflow.decider.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
@@ -163,4 +163,34 @@ describe('what a worker gets of a backlog', () => {
     expect(await historyOf('raw-3', { ...third, history: null })).toEqual(all);
     await engine.terminate({ id });
   }, 120_000);
+});
+
+describe('a full backlog', () => {
+  const LENGTH = `query($id: ID!) { workflow(appId: "demo", environment: "${ENV}", id: $id) { historyLength } }`;
+  const SEND = (selector: string) =>
+    `mutation { sendEventToWorkflows(input: { appId: "demo", environment: "${ENV}", selector: ${selector}, name: "update", data: "[\\"over\\"]" }) { matched changed } }`;
+  const lengthOf = async (id: string): Promise<number> => ((await service.gql<{ workflow: { historyLength: number } }>(LENGTH, { id })).body.data!.workflow.historyLength);
+
+  it(`refuses a send past MAX_QUEUED_EVENTS (${MAX_QUEUED_EVENTS}) kept back with RATE_LIMITED and records nothing; a { name, tag } send records it in the others and says which were refused`, async () => {
+    // No worker runs CapBacklog: nothing is ever released.
+    const full = await engine.dispatch('CapBacklog', [], 'cap');
+    await sendMany(full, 0, EVENTS_PER_DECISION + MAX_QUEUED_EVENTS);
+    const length = await lengthOf(full);
+    expect(length).toBe(1 + EVENTS_PER_DECISION + MAX_QUEUED_EVENTS);
+
+    const byId = await service.gql<{ sendEventToWorkflows: null }>(SEND(`{ id: "${full}" }`));
+    expect(byId.body.data?.sendEventToWorkflows).toBeNull();
+    expect(byId.body.errors).toHaveLength(1);
+    expect(byId.body.errors![0].extensions).toEqual({ code: 'RATE_LIMITED', limit: 'MAX_QUEUED_EVENTS', workflowId: full });
+    expect(byId.body.errors![0].message).toContain('MAX_QUEUED_EVENTS');
+    expect(await lengthOf(full)).toBe(length);
+
+    const other = await engine.dispatch('CapBacklog', [], 'cap');
+    const byTag = await service.gql<{ sendEventToWorkflows: null }>(SEND(`{ name: "CapBacklog", tag: "cap" }`));
+    expect(byTag.body.errors![0].extensions).toEqual({ code: 'RATE_LIMITED', limit: 'MAX_QUEUED_EVENTS', workflowId: full, matched: 2, changed: 1, refused: 1 });
+    expect(await lengthOf(full)).toBe(length);
+    const received = (await engine.history(other)).filter((e) => e.type === 'WorkflowEventReceived');
+    expect(received.map((e) => e.data)).toEqual([{ name: 'update', data: ['over'] }]);
+    await engine.terminate({ name: 'CapBacklog', tag: 'cap' });
+  }, 600_000);
 });
