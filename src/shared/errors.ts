@@ -86,12 +86,16 @@ export class TooManySchedulesError extends BatonError {
 export class TooManyQueuedEventsError extends BatonError {
   readonly code = 'RATE_LIMITED';
   readonly details: Record<string, unknown>;
-  constructor(workflowId: string, limit: number) {
+  /** `picked`: a `{ name }` selector's counts: how many it matched, changed (received the event) and refused. */
+  constructor(workflowId: string, limit: number, picked?: { matched: number; changed: number; refused: number }) {
     super(
-      `workflow ${workflowId} already keeps back ${limit} events its code has not taken (MAX_QUEUED_EVENTS); this event was not recorded: ` +
-        'resume the workflow (or run its workers) and send it again once the backlog goes down',
+      picked === undefined
+        ? `workflow ${workflowId} already keeps back ${limit} events its code has not taken (MAX_QUEUED_EVENTS); this event was not recorded: ` +
+            'resume the workflow (or run its workers) and send it again once the backlog goes down'
+        : `${picked.refused} of the ${picked.matched} workflows picked (the first: ${workflowId}) already keep back ${limit} events their code has not taken (MAX_QUEUED_EVENTS) ` +
+            `and did not record this event; the other ${picked.changed} recorded it: send it again to those refused alone ({ id } selectors)`,
     );
-    this.details = { limit: 'MAX_QUEUED_EVENTS', workflowId };
+    this.details = { limit: 'MAX_QUEUED_EVENTS', workflowId, ...(picked ?? {}) };
   }
 }
 

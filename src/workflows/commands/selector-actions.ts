@@ -5,9 +5,9 @@ import { contextFor } from '../../shared/command-context.js';
 import { assertScope } from '../../tokens/principal.js';
 import type { Principal } from '../../tokens/tokens.projection.js';
 import { SelectorActionInput } from './selector-action.input.js';
-import { BadUserInputError, NotFoundError } from '../../shared/errors.js';
+import { BadUserInputError, NotFoundError, TooManyQueuedEventsError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
-import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.decider.js';
+import { MAX_QUEUED_EVENTS, WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.decider.js';
 import { Selector } from '../domain/workflow-commands.js';
 import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
 import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
@@ -122,15 +122,25 @@ export class SelectorActions {
     }
     const at = await this.fence.upToHead();
     const picked = new PickedWorkflows();
+    // A workflow whose backlog is full refuses an event (MAX_QUEUED_EVENTS): the others still get
+    // it, and the answer is then that error with the counts, not a rejection halfway through a page.
+    const refused: string[] = [];
+    const runOrRefuse = (id: string) =>
+      run(id).catch((error: unknown) => {
+        if (!(error instanceof TooManyQueuedEventsError)) throw error;
+        refused.push(id);
+        return false;
+      });
     for (let after = 0; ; ) {
       const page = this.workflows.activePage(appId, environment, selector.name, selector.tag, after, Number(at), PAGE);
-      picked.add(page, await Promise.all(page.map((w) => run(w.id))));
+      picked.add(page, await Promise.all(page.map((w) => runOrRefuse(w.id))));
       if (page.length < PAGE) break;
       after = page[page.length - 1].seq;
     }
     if (picked.matched === 0) {
       this.logger.log(`selector ${JSON.stringify(selector)} in ${appId}/${environment} matched no running or paused workflow at position ${at}`);
     }
+    if (refused.length > 0) throw new TooManyQueuedEventsError(refused[0], MAX_QUEUED_EVENTS, { matched: picked.matched, changed: picked.changed, refused: refused.length });
     return picked.result();
   }
 }
