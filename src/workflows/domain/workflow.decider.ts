@@ -358,7 +358,7 @@ export const RELEASE_BYTES = 64 * 1024;
  * At most this many events kept back a workflow: a send beyond is refused
  * (`TooManyQueuedEventsError`, RATE_LIMITED) and records nothing. The state holds two numbers a
  * queued event, and a continue-as-new carries them (`WorkflowContinuedAsNew.queued`, at most
- * about 1.3 MB at the cap); 100,000 events is 100 decisions of backlog.
+ * about 1.4 MB at the cap); 100,000 events is 100 decisions of backlog.
  */
 export const MAX_QUEUED_EVENTS = 100_000;
 
