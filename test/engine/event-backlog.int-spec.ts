@@ -7,8 +7,10 @@
  * event's name and data put in.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { EVENTS_PER_DECISION, MAX_QUEUED_EVENTS } from '../../src/workflows/domain/workflow.decider.js';
-import { Service, freshStoreUrl, startService } from '../support/service.js';
+import { ROOT, Service, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 import { Engine, HistoryEntry } from './engine-helpers.js';
@@ -90,6 +92,47 @@ describe('a backlog of events after a pause', () => {
         `each a claim append and a completion append), event data: queued ${bytes('WorkflowEventQueued')} B, received ${bytes('WorkflowEventReceived')} B ` +
         `(of which releases ${releases.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)), 0)} B)`,
     );
+  }, 300_000);
+});
+
+describe('a backlog across a continue-as-new', () => {
+  it('5,000 events sent while paused to a loop that continues as new every 1,500: the new runs release what the old ones kept back, by revision, in order, each once; baton replay replays the last run', async () => {
+    const id = await engine.dispatch('BacklogBatches', [0]);
+    await engine.waitForEventType(id, 'TimerStarted');
+    expect((await engine.pause({ id })).changed).toBe(1);
+    await sendMany(id, 0, 5_000);
+    expect((await engine.send({ id }, 'update', 'stop')).changed).toBe(1);
+    expect((await engine.resume({ id })).changed).toBe(1);
+    const done = await engine.waitForState(id, 'COMPLETED', 240_000);
+    expect(done.result).toBe(5_000);
+
+    const history = await engine.history(id);
+    const byRevision = new Map(history.map((e) => [e.revision, e]));
+    const continued = history.filter((e) => e.type === 'WorkflowContinuedAsNew');
+    expect(continued.length).toBe(3);
+    // The first continue-as-new (at 1,500 taken) lists the events still kept back: numbers, no data.
+    const carried = continued[0].data.queued as { at: number[]; bytes: number[] };
+    expect(carried.at.length).toBeGreaterThan(0);
+    expect(carried.bytes).toHaveLength(carried.at.length);
+    expect(carried.at.every((r) => byRevision.get(r)?.type === 'WorkflowEventQueued' && r < continued[0].revision)).toBe(true);
+    expect(count(history, 'WorkflowEventQueued')).toBe(5_001 - EVENTS_PER_DECISION);
+    // Every queued event released exactly once, some of them in a later run than the one that queued them.
+    const releases = history.filter((e) => e.type === 'WorkflowEventReceived' && e.data.queuedAt !== undefined);
+    expect(releases).toHaveLength(5_001 - EVENTS_PER_DECISION);
+    expect(new Set(releases.map((e) => e.data.queuedAt)).size).toBe(releases.length);
+    expect(releases.filter((e) => e.revision > continued[0].revision && e.data.queuedAt < continued[0].revision).length).toBeGreaterThan(0);
+    expect(count(history, 'DecisionFailed')).toBe(0);
+
+    // The auditor's replay of the last run (its releases point into earlier runs) gets the code's result again.
+    const replay = spawnSync(process.execPath, [join(ROOT, 'dist/src/cli/baton.js'), 'replay', MODULE, id], {
+      cwd: ROOT,
+      env: { ...process.env, EVENT_STORE_URL: service.storeUrl },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(replay.stderr).toBe('');
+    expect(replay.stdout).toContain('OK: BacklogBatches replays');
+    expect(replay.status).toBe(0);
   }, 300_000);
 });
 
