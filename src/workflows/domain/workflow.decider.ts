@@ -348,14 +348,15 @@ const MAX_DECISION_RETRY_MS = 60_000;
 export const EVENTS_PER_DECISION = 1000;
 
 /**
- * One release (the events kept back released in one append) takes at most this much event data,
- * and always one event: the append of a decision that releases is then its report (under
- * MAX_DECISION_BYTES) plus at most 64 KiB and one event, not plus 1,000 events of any size.
+ * One release (the events kept back released in one append) hands the next decision at most this
+ * much of their data, and always one event: the append holds only references (`queuedAt`), and
+ * the history a worker gets after it, with the data put in (released-events.ts), and the reads
+ * that put it in stay bounded whatever the events weigh.
  */
 export const RELEASE_BYTES = 64 * 1024;
 
 /**
- * At most this many events kept back a workflow: a send beyond is refused
+ * At most this many events kept back per workflow: a send beyond is refused
  * (`TooManyQueuedEventsError`, RATE_LIMITED) and records nothing. The state holds two numbers a
  * queued event, and a continue-as-new carries them (`WorkflowContinuedAsNew.queued`, at most
  * about 1.4 MB at the cap); 100,000 events is 100 decisions of backlog.
