@@ -127,9 +127,12 @@ export interface EventStore {
    * With `expectedRevision`, only a stream whose last revision is still that one is removed, in one
    * step (another instance may append to it meanwhile); otherwise nothing is, and the answer is 0.
    * With `remember`, the store keeps that it was removed (`wasDeleted`), as EventStoreDB's
-   * tombstone always does; the embedded store keeps one row per such stream.
+   * tombstone always does; the embedded store keeps one row per such stream. With `remember` and
+   * `owner` (another stream: a child's parent, whose log may replay the child's creation), the
+   * embedded store keeps it only while the owner has events, and forgets it when the owner is
+   * deleted; EventStoreDB's tombstone stays.
    */
-  deleteStream?(streamId: string, options?: { expectedRevision?: bigint; remember?: boolean }): Promise<number | undefined>;
+  deleteStream?(streamId: string, options?: { expectedRevision?: bigint; remember?: boolean; owner?: string }): Promise<number | undefined>;
   /**
    * Whether `deleteStream` removed this stream (with `remember` on the embedded store; every
    * deleted stream on EventStoreDB). A stream that never existed reads as empty, as a deleted one

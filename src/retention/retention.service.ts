@@ -143,10 +143,13 @@ export class RetentionService implements OnModuleInit, OnApplicationBootstrap {
     }
     // An idempotency key's generation (a derived id, UUID v8, with no parent) is remembered as
     // deleted, so an idempotent dispatch walks past it rather than taking it for a free generation.
-    // A child's id is derived too, but no dispatch looks it up: remembering it kept a row for
-    // every child ever deleted, a table that grew with all history retention was deleting.
-    const remember = isDerivedId(workflowId) && view.parentId === null;
-    const removed = await this.store.deleteStream!(streamId, { expectedRevision: last, remember });
+    // A child (its id derived too) is remembered while its parent's stream is stored: a replay of
+    // the parent's ChildWorkflowStarted (the effects reactor from an older checkpoint) must not
+    // create it again (effects.reactor.ts). Its row goes when the parent is deleted (or is never
+    // written when the parent went first): kept for good, the table grew with every child ever deleted.
+    const remember = isDerivedId(workflowId);
+    const owner = view.parentId === null ? undefined : `workflow-${view.parentId}`;
+    const removed = await this.store.deleteStream!(streamId, { expectedRevision: last, remember, ...(owner === undefined ? {} : { owner }) });
     // 0: a retry (or another instance's deletion) came in between; undefined: the store does not say.
     return removed === 0 ? 'kept' : 'deleted';
   }

@@ -492,11 +492,18 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
         // A replay (read models and their effects checkpoint started anew: a new instance next to
         // EventStoreDB, a restore) of a child its parent already saw end: that child ran, and
         // retention may have deleted it since; dispatched again it would run again. Its parent's
-        // current run knows the end of every child it started, awaited or not.
+        // current run knows the end of every child it started, awaited or not; a child of an
+        // earlier run is asked of the store (did retention delete it?).
         const parent = (await this.runner.state(streamId, workflowDecider, context)).state;
         if (parent.status !== 'none' && data.seq >= parent.seqBase) {
           const known = parent.children.get(data.seq);
           if (known !== undefined && known.childId === data.childId && known.status !== 'started') return;
+        } else if (await this.store.wasDeleted?.(`workflow-${data.childId}`)) {
+          // A child of an earlier run (the parent continued as new since), which the current run
+          // does not know: deleted by retention, it was created and ended, and is not created again.
+          // The store remembers it while its parent is stored (retention's `owner`); on EventStoreDB
+          // the tombstone, whose stream cannot be written again anyway.
+          return;
         }
         await this.workflows.dispatch(context, {
           workflowId: data.childId,

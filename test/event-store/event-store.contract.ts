@@ -277,6 +277,17 @@ export function eventStoreContract(
         expect(await store.wasDeleted(never)).toBe(false);
       });
 
+      it("remembers a stream deleted with remember and an owner while the owner is stored (a child whose parent's log may replay its creation)", async () => {
+        if (!store.deleteStream || !store.wasDeleted) return;
+        const cat = category('owned');
+        const [owner, owned] = [streamIn(cat), streamIn(cat)];
+        await store.append(owner, [newEvent()]);
+        await store.append(owned, [newEvent()]);
+        expect(await store.deleteStream(owned, { expectedRevision: 0n, remember: true, owner })).not.toBe(0);
+        expect(await store.wasDeleted(owned)).toBe(true);
+        expect(await store.wasDeleted(owner)).toBe(false);
+      });
+
       it('keeps headPosition at the last event a subscriber is handed once a stream is deleted', async () => {
         if (!store.deleteStream) return;
         const cat = category('deleted-head');

@@ -38,6 +38,30 @@ describe('SqliteEventStore, embedded only', () => {
     await store.close();
   });
 
+  it("forgets a deleted stream remembered for an owner once the owner is deleted, and never remembers one whose owner is gone: one row per child only while its parent is stored", async () => {
+    const owner = `workflow-${randomUUID()}`;
+    const [first, late, plain] = [`workflow-${randomUUID()}`, `workflow-${randomUUID()}`, `workflow-${randomUUID()}`];
+    for (const streamId of [owner, first, late, plain]) await store.append(streamId, [newEvent()]);
+    const rows = () => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return (db.prepare('SELECT count(*) AS n FROM deleted_owned_streams').get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    const before = rows();
+    expect(await store.deleteStream(first, { expectedRevision: 0n, remember: true, owner })).toBe(1);
+    expect(await store.deleteStream(plain, { expectedRevision: 0n, remember: true })).toBe(1);
+    expect([await store.wasDeleted(first), rows() - before]).toEqual([true, 1]);
+    // The owner deleted: its log can no longer replay the creation, and the row goes with it.
+    expect(await store.deleteStream(owner, { expectedRevision: 0n })).toBe(1);
+    expect(await store.deleteStream(late, { expectedRevision: 0n, remember: true, owner })).toBe(1);
+    expect([await store.wasDeleted(first), await store.wasDeleted(late), rows() - before]).toEqual([false, false, 0]);
+    // Remembered without an owner: kept (an idempotency key's generation).
+    expect(await store.wasDeleted(plain)).toBe(true);
+  });
+
   describe('two processes on one file', () => {
     it('delivers events appended by another process to a subscription here', async () => {
       const cat = category('fromchild');

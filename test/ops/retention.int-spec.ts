@@ -246,7 +246,16 @@ describe('what retention remembers of the streams it deletes (deleted_streams)',
     }
   };
 
-  it("an idempotency key's generation, which a dispatch walks past, and not a child's id, which no dispatch looks up: the table does not grow with every child ever deleted", async () => {
+  const rememberedFor = (owner: string): string[] => {
+    const db = new Database(service.storeUrl.slice('sqlite:'.length), { readonly: true });
+    try {
+      return (db.prepare('SELECT stream_id FROM deleted_owned_streams WHERE owner = ?').all(owner) as Array<{ stream_id: string }>).map((r) => r.stream_id);
+    } finally {
+      db.close();
+    }
+  };
+
+  it("an idempotency key's generation, which a dispatch walks past, and a child's id only while its parent is stored (a replay of its creation asks): the table does not grow with every child ever deleted", async () => {
     const engine = new Engine(service, environment);
     const keyed = expectData(
       await gql(service, 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }', {
@@ -268,6 +277,8 @@ describe('what retention remembers of the streams it deletes (deleted_streams)',
     const rows = remembered();
     expect(rows).toContain(`workflow-${keyed}`);
     for (const id of children) expect(rows).not.toContain(`workflow-${id}`);
+    // Nor kept for the parent: deleted, its log can no longer replay the children's creation.
+    expect(rememberedFor(`workflow-${keyed}`)).toEqual([]);
   });
 });
 

@@ -169,7 +169,7 @@ export class EsdbEventStore implements EventStore {
    * Tombstones the stream (retention): its events are gone for good and its name cannot be reused
    * (`wasDeleted` then answers true: the tombstone is the memory `remember` asks for).
    */
-  async deleteStream(streamId: string, options: { expectedRevision?: bigint; remember?: boolean } = {}): Promise<number | undefined> {
+  async deleteStream(streamId: string, options: { expectedRevision?: bigint; remember?: boolean; owner?: string } = {}): Promise<number | undefined> {
     try {
       await this.call('tombstone', (client) =>
         client.tombstoneStream(streamId, { deadline: this.callTimeoutMs, ...(options.expectedRevision !== undefined ? { expectedRevision: options.expectedRevision } : {}) }),

@@ -269,6 +269,9 @@ export class SqliteEventStore implements EventStore {
         UNIQUE (stream_id, revision)
       );
       CREATE TABLE IF NOT EXISTS deleted_streams (stream_id TEXT PRIMARY KEY) WITHOUT ROWID;
+      -- Deleted streams remembered only while their owner's stream is stored (deleteStream's \`owner\`).
+      CREATE TABLE IF NOT EXISTS deleted_owned_streams (stream_id TEXT PRIMARY KEY, owner TEXT NOT NULL) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS deleted_owned_streams_owner ON deleted_owned_streams (owner);
     `));
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.maxBatch = options.maxBatch ?? 1000;
@@ -365,7 +368,16 @@ export class SqliteEventStore implements EventStore {
       ),
       deleteStream: this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?'),
       rememberDeleted: this.db.prepare<[string]>('INSERT OR IGNORE INTO deleted_streams (stream_id) VALUES (?)'),
-      wasDeleted: this.db.prepare<[string], number>('SELECT 1 FROM deleted_streams WHERE stream_id = ?').pluck(),
+      // Only while the owner still has events: deleted before, it can no longer ask (its rows went with it).
+      rememberOwned: this.db.prepare<[string, string, string]>(
+        'INSERT OR IGNORE INTO deleted_owned_streams (stream_id, owner) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE stream_id = ?)',
+      ),
+      forgetOwnedBy: this.db.prepare<[string]>('DELETE FROM deleted_owned_streams WHERE owner = ?'),
+      wasDeleted: this.db
+        .prepare<[string, string], number>(
+          'SELECT 1 FROM deleted_streams WHERE stream_id = ? UNION ALL SELECT 1 FROM deleted_owned_streams WHERE stream_id = ? LIMIT 1',
+        )
+        .pluck(),
       deleteStreamAt: this.db.prepare<[string, string, number]>(
         'DELETE FROM events WHERE stream_id = ? AND (SELECT max(revision) FROM events WHERE stream_id = ?) = ?',
       ),
@@ -666,9 +678,11 @@ export class SqliteEventStore implements EventStore {
 
   /**
    * Deletes the stream's rows (retention), and with `remember` keeps its id (`wasDeleted`) in the
-   * same transaction. AUTOINCREMENT never reuses their positions.
+   * same transaction: with `owner`, only while the owner's stream has events, and until the owner
+   * is deleted (what any stream deleted here owned is forgotten with it: one index probe).
+   * AUTOINCREMENT never reuses their positions.
    */
-  async deleteStream(streamId: string, options: { expectedRevision?: bigint; remember?: boolean } = {}): Promise<number> {
+  async deleteStream(streamId: string, options: { expectedRevision?: bigint; remember?: boolean; owner?: string } = {}): Promise<number> {
     this.assertOpen();
     this.tails.forget(streamId);
     return this.db.transaction(() => {
@@ -676,14 +690,18 @@ export class SqliteEventStore implements EventStore {
         options.expectedRevision !== undefined
           ? this.stmt.deleteStreamAt.run(streamId, streamId, Number(options.expectedRevision)).changes
           : this.stmt.deleteStream.run(streamId).changes;
-      if (removed > 0 && options.remember) this.stmt.rememberDeleted.run(streamId);
+      if (removed > 0) {
+        if (options.remember && options.owner !== undefined) this.stmt.rememberOwned.run(streamId, options.owner, options.owner);
+        else if (options.remember) this.stmt.rememberDeleted.run(streamId);
+        this.stmt.forgetOwnedBy.run(streamId);
+      }
       return removed;
     })();
   }
 
   async wasDeleted(streamId: string): Promise<boolean> {
     this.assertOpen();
-    return this.stmt.wasDeleted.get(streamId) === 1;
+    return this.stmt.wasDeleted.get(streamId, streamId) === 1;
   }
 
   forgetStream(streamId: string): void {
