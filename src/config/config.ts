@@ -52,6 +52,8 @@ export interface BatonConfig {
   maxAwaitsPerToken: number;
   /** Most schedules that can still fire (active or paused) one app may have, over its environments; 0: no bound. */
   maxSchedulesPerApp: number;
+  /** MAX_QUEUED_EVENTS: the most events one workflow keeps back (a backlog its code has not taken); one more sent to it is refused. */
+  maxQueuedEvents: number;
   /** How long a claimed decision or task attempt may go without a heartbeat. */
   leaseMs: number;
   /** Most missed schedule time that is still fired on start. */
@@ -167,6 +169,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     maxPollsPerToken: int('MAX_POLLS_PER_TOKEN', 128, 1, 100_000),
     maxAwaitsPerToken: int('MAX_AWAITS_PER_TOKEN', 10_000, 1, 10_000_000),
     maxSchedulesPerApp: int('MAX_SCHEDULES_PER_APP', 10_000, 0, 100_000_000),
+    maxQueuedEvents: int('MAX_QUEUED_EVENTS', 100_000, 1, 10_000_000),
     leaseMs: int('LEASE_MS', 30_000, 100, 3_600_000),
     scheduleCatchUpMs: int('SCHEDULE_CATCH_UP_MS', 60_000, 0, 7 * 24 * 3_600_000),
     idempotencyWindowMs: int('IDEMPOTENCY_WINDOW_MS', 24 * 3_600_000, 1000, 30 * 24 * 3_600_000),

@@ -87,7 +87,11 @@ export class TooManyQueuedEventsError extends BatonError {
   readonly code = 'RATE_LIMITED';
   readonly details: Record<string, unknown>;
   /** `picked`: a `{ name }` selector's counts: how many it matched, changed (received the event) and refused. */
-  constructor(workflowId: string, limit: number, picked?: { matched: number; changed: number; refused: number }) {
+  constructor(
+    workflowId: string,
+    readonly limit: number,
+    picked?: { matched: number; changed: number; refused: number },
+  ) {
     super(
       picked === undefined
         ? `workflow ${workflowId} already keeps back ${limit} events its code has not taken (MAX_QUEUED_EVENTS); this event was not recorded: ` +

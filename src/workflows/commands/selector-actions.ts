@@ -1,4 +1,5 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BATON_CONFIG, type BatonConfig } from '../../config/config.js';
 import { ReadFence } from '../../event-store/read-fence.js';
 import { CommandContext, DeciderRunner } from '../../event-store/decider-runner.js';
 import { contextFor } from '../../shared/command-context.js';
@@ -7,7 +8,7 @@ import type { Principal } from '../../tokens/tokens.projection.js';
 import { SelectorActionInput } from './selector-action.input.js';
 import { BadUserInputError, NotFoundError, TooManyQueuedEventsError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
-import { MAX_QUEUED_EVENTS, WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.decider.js';
+import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.decider.js';
 import { Selector } from '../domain/workflow-commands.js';
 import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
 import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
@@ -58,6 +59,7 @@ export class SelectorActions {
     private readonly runner: DeciderRunner,
     private readonly fence: ReadFence,
     private readonly children: PendingChildren,
+    @Inject(BATON_CONFIG) private readonly config: BatonConfig,
   ) {}
 
   /**
@@ -107,6 +109,8 @@ export class SelectorActions {
     options: { eventId?: (workflowId: string) => string; waitForChild?: boolean } = {},
   ): Promise<SelectorActionResult> {
     const { appId, environment } = context;
+    // An event, from the API or a workflow's `select().send`, meets this instance's backlog bound.
+    if (command.type === 'DeliverEvent' && command.maxQueued === undefined) command = { ...command, maxQueued: this.config.maxQueuedEvents };
     // An effect of a workflow's `select()` is carried out by every instance's reactor, and again
     // until its outcome is recorded: a target already changed by this cause was changed by it.
     const causeId = 'causeId' in command ? command.causeId : undefined;
@@ -125,10 +129,12 @@ export class SelectorActions {
     // A workflow whose backlog is full refuses an event (MAX_QUEUED_EVENTS): the others still get
     // it, and the answer is then that error with the counts, not a rejection halfway through a page.
     const refused: string[] = [];
+    let limit = 0;
     const runOrRefuse = (id: string) =>
       run(id).catch((error: unknown) => {
         if (!(error instanceof TooManyQueuedEventsError)) throw error;
         refused.push(id);
+        limit = error.limit;
         return false;
       });
     for (let after = 0; ; ) {
@@ -140,7 +146,7 @@ export class SelectorActions {
     if (picked.matched === 0) {
       this.logger.log(`selector ${JSON.stringify(selector)} in ${appId}/${environment} matched no running or paused workflow at position ${at}`);
     }
-    if (refused.length > 0) throw new TooManyQueuedEventsError(refused[0], MAX_QUEUED_EVENTS, { matched: picked.matched, changed: picked.changed, refused: refused.length });
+    if (refused.length > 0) throw new TooManyQueuedEventsError(refused[0], limit, { matched: picked.matched, changed: picked.changed, refused: refused.length });
     return picked.result();
   }
 }

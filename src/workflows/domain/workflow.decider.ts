@@ -279,7 +279,8 @@ export type WorkflowCommand =
        */
       unlessRetried?: boolean;
     }
-  | { type: 'DeliverEvent'; name: string; data: Json[]; causeId?: string }
+  /** `maxQueued`: the most events a run may keep back (the instance's MAX_QUEUED_EVENTS; default `MAX_QUEUED_EVENTS`). */
+  | { type: 'DeliverEvent'; name: string; data: Json[]; causeId?: string; maxQueued?: number }
   | {
       type: 'StartDecision';
       decisionId: string;
@@ -466,7 +467,8 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
         if (final) return [];
         const data = command.causeId === undefined ? { name: command.name, data: command.data } : { name: command.name, data: command.data, causeId: command.causeId };
         if (!keptBack(state)) return [{ type: 'WorkflowEventReceived', data }];
-        if ((state.queued?.size ?? 0) >= MAX_QUEUED_EVENTS) throw new TooManyQueuedEventsError(state.id, MAX_QUEUED_EVENTS);
+        const cap = command.maxQueued ?? MAX_QUEUED_EVENTS;
+        if ((state.queued?.size ?? 0) >= cap) throw new TooManyQueuedEventsError(state.id, cap);
         return [{ type: 'WorkflowEventQueued', data }];
       }
 
