@@ -122,6 +122,33 @@ afterAll(async () => {
   await service?.stop();
 });
 
+/** `count` two-task workflows through a worker in front of `older`, each checked completed: what the worker logged as warnings. */
+async function twoTaskWorkflowsThrough(older: OlderServiceProxy, environment: string, count = 3): Promise<string[]> {
+  const warnings: string[] = [];
+  const worker = new Worker({
+    url: older.url,
+    token: service.token,
+    appId: APP,
+    environment,
+    workflows: [twoTasks],
+    tasks: [double],
+    pollWaitMs: 2_000,
+    logger: { info() {}, warn: (line: string) => warnings.push(line), error: (line: string) => warnings.push(line) },
+  });
+  const running = worker.run();
+  try {
+    const client = new Client({ url: service.url, token: service.token });
+    const ids = await Promise.all(Array.from({ length: count }, (_, i) => client.dispatchWorkflow({ appId: APP, environment, name: 'TwoTasksOlderService', input: [i] })));
+    for (const [i, id] of ids.entries()) {
+      expect(await client.awaitWorkflow(APP, environment, id, { timeoutMs: 20_000 })).toMatchObject({ state: 'COMPLETED', output: JSON.stringify(i * 4) });
+    }
+  } finally {
+    await worker.shutdown();
+    await running;
+  }
+  return warnings;
+}
+
 describe('a worker in front of an older service', () => {
   it('asks for maxItems alone once the service refuses maxDecisions/maxTasks, and runs its workflows and tasks', async () => {
     // The refusal is the real service's own answer for fields it does not define.
@@ -138,29 +165,7 @@ describe('a worker in front of an older service', () => {
     expect(refusal?.message).toContain('Field "maxDecisions" is not defined by type "PollWorkInput"');
     proxy.refused.length = 0;
 
-    const warnings: string[] = [];
-    const environment = 'older-service';
-    const worker = new Worker({
-      url: proxy.url,
-      token: service.token,
-      appId: APP,
-      environment,
-      workflows: [twoTasks],
-      tasks: [double],
-      pollWaitMs: 2_000,
-      logger: { info() {}, warn: (line: string) => warnings.push(line), error: (line: string) => warnings.push(line) },
-    });
-    const running = worker.run();
-    try {
-      const client = new Client({ url: service.url, token: service.token });
-      const ids = await Promise.all(Array.from({ length: 5 }, (_, i) => client.dispatchWorkflow({ appId: APP, environment, name: 'TwoTasksOlderService', input: [i] })));
-      for (const [i, id] of ids.entries()) {
-        expect(await client.awaitWorkflow(APP, environment, id, { timeoutMs: 20_000 })).toMatchObject({ state: 'COMPLETED', output: JSON.stringify(i * 4) });
-      }
-    } finally {
-      await worker.shutdown();
-      await running;
-    }
+    const warnings = await twoTaskWorkflowsThrough(proxy, 'older-service', 5);
     // Refused once per request in flight when the first refusal came (the two pollers' first polls).
     expect(proxy.refused.length).toBeGreaterThanOrEqual(1);
     expect(proxy.refused.length).toBeLessThanOrEqual(3);
@@ -172,32 +177,6 @@ describe('a worker in front of an older service', () => {
   }, 60_000);
 });
 
-/** Three two-task workflows through a worker in front of `older`: what it logged as warnings. */
-async function twoTaskWorkflowsThrough(older: OlderServiceProxy, environment: string): Promise<string[]> {
-  const warnings: string[] = [];
-  const worker = new Worker({
-    url: older.url,
-    token: service.token,
-    appId: APP,
-    environment,
-    workflows: [twoTasks],
-    tasks: [double],
-    pollWaitMs: 2_000,
-    logger: { info() {}, warn: (line: string) => warnings.push(line), error: (line: string) => warnings.push(line) },
-  });
-  const running = worker.run();
-  try {
-    const client = new Client({ url: service.url, token: service.token });
-    const ids = await Promise.all(Array.from({ length: 3 }, (_, i) => client.dispatchWorkflow({ appId: APP, environment, name: 'TwoTasksOlderService', input: [i] })));
-    for (const [i, id] of ids.entries()) {
-      expect(await client.awaitWorkflow(APP, environment, id, { timeoutMs: 20_000 })).toMatchObject({ state: 'COMPLETED', output: JSON.stringify(i * 4) });
-    }
-  } finally {
-    await worker.shutdown();
-    await running;
-  }
-  return warnings;
-}
 
 describe('a worker in front of the service of the release before report claim ids (it knows a poll id)', () => {
   it("leaves a report claim's pollId out once the service refuses it (one warning), and runs its workflows and tasks", async () => {
