@@ -1,0 +1,81 @@
+/**
+ * Review (reports fill slots, lookups wait for a child not yet created, replayed children): the
+ * wait of a lookup by id for a child its parent recorded is scoped to the lookup's app. A token
+ * of another app (or environment) that asks `awaitWorkflow` / `workflow` for such a child's id
+ * must be answered as for any unknown id (null at once, once the reactor has read to the head),
+ * not held until the other app's child is created: the difference tells it that the id is a
+ * child another app is about to create, and holds its request up to 10 s for another app's
+ * effects. The window is the reactor's lag behind an earlier effect of the app (a broadcast to
+ * 3,000 workflows, as in await-child-before-creation.int-spec.ts). A real service and a real
+ * `baton worker` process.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client } from '../../src/sdk/index.js';
+import { issueTokens } from '../api/api-helpers.js';
+import { Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+import { FixtureWorker, startWorker } from '../support/worker.js';
+
+const APP = 'demo';
+const ENV = 'review-fill-scope';
+
+let service: Service;
+let client: Client;
+let worker: FixtureWorker;
+let otherToken: string;
+
+beforeAll(async () => {
+  service = await startService();
+  client = new Client({ url: service.url, token: service.token });
+  [otherToken] = await issueTokens(service, [{ apps: ['other-app'], role: 'read-only' }]);
+  worker = await startWorker({ url: service.url, token: service.token, environment: ENV, module: 'dist/test/support/fixtures/events-controls.js' });
+}, 90_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await service?.stop();
+});
+
+/** Holds the app's effects up: a broadcast to 3,000 workflows no worker serves. */
+async function busyReactor(): Promise<void> {
+  for (let i = 0; i < 3000; i += 100) {
+    await Promise.all(Array.from({ length: 100 }, () => client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevIdle', input: [] })));
+  }
+  const broadcaster = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevBroadcast', input: ['RevIdle'] });
+  await waitFor(async () => (await client.workflowHistory(APP, ENV, broadcaster)).some((e) => e.type === 'ControlRequested') || null, { timeoutMs: 20_000 });
+}
+
+const childOf = (parent: string) =>
+  waitFor(async () => ((await client.workflowHistory(APP, ENV, parent)).find((e) => e.type === 'ChildWorkflowStarted')?.data as { childId: string } | undefined)?.childId ?? null, {
+    timeoutMs: 20_000,
+    intervalMs: 10,
+    description: "the parent's ChildWorkflowStarted",
+  });
+
+const AWAIT = 'query($appId: String!, $environment: String!, $id: ID!) { awaitWorkflow(appId: $appId, environment: $environment, id: $id, waitMs: 0) { id state } }';
+const ONE = 'query($appId: String!, $environment: String!, $id: ID!) { workflow(appId: $appId, environment: $environment, id: $id) { id state } }';
+
+describe("a lookup by id of another app's child still to be created", () => {
+  it('is answered null without waiting for that child (as an unknown id is), while its own app waits for it', async () => {
+    await busyReactor();
+    const parent = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: ['child-scope'] });
+    const childId = await childOf(parent);
+    const timed = async <T>(p: Promise<T>) => {
+      const value = await p;
+      return { value, at: Date.now() };
+    };
+    // The child's own app waits for it (the feature under review); the other app's token must not.
+    const [own, otherAwait, otherOne] = await Promise.all([
+      timed(client.workflow(APP, ENV, childId)),
+      timed(service.gql<{ awaitWorkflow: unknown }>(AWAIT, { appId: 'other-app', environment: ENV, id: childId }, otherToken)),
+      timed(service.gql<{ workflow: unknown }>(ONE, { appId: 'other-app', environment: ENV, id: childId }, otherToken)),
+    ]);
+    expect(own.value).toMatchObject({ id: childId, state: 'RUNNING' });
+    expect(otherAwait.value.body).toEqual({ data: { awaitWorkflow: null } });
+    expect(otherOne.value.body).toEqual({ data: { workflow: null } });
+    // Answered before the child was created (own.at), not when it was: the other app learns nothing, waits for nothing.
+    // (ms by which each other-app answer came before the child's creation; held for it, they came with it)
+    expect(Math.min(own.at - otherAwait.at, own.at - otherOne.at)).toBeGreaterThanOrEqual(200);
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id: childId }, name: 'release', data: ['freed'] });
+  }, 240_000);
+});
