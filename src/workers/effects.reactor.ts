@@ -11,7 +11,7 @@ import { EffectsQueue, HeldEffect } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
 import { WorkflowDispatcher } from '../workflows/commands/dispatch-workflow/dispatch-workflow.js';
 import { SelectorActions } from '../workflows/commands/selector-actions.js';
-import { PendingChildren } from '../workflows/pending-children.js';
+import { PendingChildren, scopeOf } from '../workflows/pending-children.js';
 import { type ExistingWorkflow, WorkflowCommand, WorkflowEventData, type WorkflowState, awaitedRunning, workflowDecider } from '../workflows/domain/workflow.decider.js';
 import { WorkflowsReadModel } from '../workflows/workflows.read-model.js';
 
@@ -224,7 +224,9 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   }
 
   private hold(event: RecordedEvent, app: string): void {
-    if (event.type === 'ChildWorkflowStarted') this.children.announce((event.data as WorkflowEventData['ChildWorkflowStarted']).childId);
+    if (event.type === 'ChildWorkflowStarted') {
+      this.children.announce((event.data as WorkflowEventData['ChildWorkflowStarted']).childId, scopeOf(String(event.metadata.appId ?? ''), String(event.metadata.environment ?? '')));
+    }
     const bytes = EVENT_OVERHEAD_BYTES + JSON.stringify(event.data ?? null).length;
     this.queue.add(event.position, app, event.type === 'ControlRequested', bytes, event);
   }

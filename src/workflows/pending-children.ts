@@ -18,16 +18,19 @@ export const CHILD_CREATION_WAIT_MS = 10_000;
  */
 @Injectable()
 export class PendingChildren {
-  private readonly pending = new Map<string, { done: Promise<void>; settle: () => void }>();
+  private readonly pending = new Map<string, { scope: string; done: Promise<void>; settle: () => void }>();
   private read = -1n;
   private readonly readers = new Set<{ at: bigint; wake: () => void }>();
 
-  /** The reactor took the `ChildWorkflowStarted` of `childId`: the child is about to be created. */
-  announce(childId: string): void {
+  /**
+   * The reactor took the `ChildWorkflowStarted` of `childId`, in the app and environment `scope`
+   * (`scopeOf`, the parent's, which the child shares): the child is about to be created.
+   */
+  announce(childId: string, scope: string): void {
     if (this.pending.has(childId)) return;
     let settle!: () => void;
     const done = new Promise<void>((resolve) => (settle = resolve));
-    this.pending.set(childId, { done, settle });
+    this.pending.set(childId, { scope, done, settle });
   }
 
   /** The effect that creates `childId` is finished (the child exists, or it was skipped). */
@@ -47,9 +50,12 @@ export class PendingChildren {
 
   /**
    * Waits (at most `timeoutMs` in all) until the reactor has read up to `at` and, when `childId` is
-   * a child it has still to create, until it has. True when the child was pending (look again).
+   * a child it has still to create in `scope` (the lookup's app and environment), until it has.
+   * True when the child was pending (look again). A child of another app or environment is not
+   * waited for: the lookup answers as for an unknown id (found in review: another app's token
+   * was held until that app's child was created, which told it the id was one).
    */
-  async waitFor(childId: string, at: bigint, timeoutMs: number): Promise<boolean> {
+  async waitFor(childId: string, at: bigint, timeoutMs: number, scope: string): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     if (this.read < at) {
       let reader!: { at: bigint; wake: () => void };
@@ -61,10 +67,15 @@ export class PendingChildren {
       this.readers.delete(reader);
     }
     const entry = this.pending.get(childId);
-    if (!entry) return false;
+    if (!entry || entry.scope !== scope) return false;
     await within(entry.done, deadline - Date.now());
     return true;
   }
+}
+
+/** The key of an app and environment in `PendingChildren`. */
+export function scopeOf(appId: string, environment: string): string {
+  return JSON.stringify([appId, environment]);
 }
 
 /** `promise`, or nothing after `ms`. */

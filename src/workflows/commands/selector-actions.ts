@@ -12,7 +12,7 @@ import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.d
 import { Selector } from '../domain/workflow-commands.js';
 import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
 import { WorkflowView, WorkflowsReadModel } from '../workflows.read-model.js';
-import { CHILD_CREATION_WAIT_MS, PendingChildren } from '../pending-children.js';
+import { CHILD_CREATION_WAIT_MS, PendingChildren, scopeOf } from '../pending-children.js';
 
 /**
  * A selector as the API takes it: one of the three documented forms, or `{ id, name }`, which the
@@ -78,7 +78,7 @@ export class SelectorActions {
     let view = id === undefined ? undefined : this.workflows.get(appId, environment, id);
     // A child its parent recorded (its id is in the parent's history) that the effects reactor
     // has not created yet: wait for it, then read again up to the head.
-    if (id !== undefined && !view && options.waitForChild === true && (await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS))) {
+    if (id !== undefined && !view && options.waitForChild === true && (await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS, scopeOf(appId, environment)))) {
       at = await this.fence.upToHead();
       view = this.workflows.get(appId, environment, id);
     }

@@ -22,7 +22,7 @@ import { Requires } from '../../tokens/roles.js';
 import { WorkflowEndings } from './workflow-endings.js';
 import { LifecycleService } from '../../health/lifecycle.service.js';
 import { canonicalId, isUuid } from '../../shared/ids.js';
-import { CHILD_CREATION_WAIT_MS, PendingChildren } from '../pending-children.js';
+import { CHILD_CREATION_WAIT_MS, PendingChildren, scopeOf } from '../pending-children.js';
 
 /** How often a waiting `awaitWorkflow` looks at its workflow again even when nothing woke it. */
 const AWAIT_RECHECK_MS = 5_000;
@@ -172,7 +172,7 @@ export class WorkflowQueriesResolver {
         return view ? toWorkflowType(view) : null;
       });
     const found = await read();
-    return found || !(await this.childCreated(args.id, at)) ? found : read();
+    return found || !(await this.childCreated(args, at)) ? found : read();
   }
 
   /**
@@ -183,8 +183,9 @@ export class WorkflowQueriesResolver {
    * read models up to the head again. True when it waited (read the workflow again). A found
    * workflow never comes here: the wait costs only misses.
    */
-  private async childCreated(id: string, at: bigint): Promise<boolean> {
-    if (!isUuid(id) || !(await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS))) return false;
+  private async childCreated(args: { appId: string; environment: string; id: string }, at: bigint): Promise<boolean> {
+    const { appId, environment, id } = args;
+    if (!isUuid(id) || !(await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS, scopeOf(appId, environment)))) return false;
     await this.fence.upToHead();
     return true;
   }
@@ -211,7 +212,7 @@ export class WorkflowQueriesResolver {
           const at = await this.fence.upToHead();
           let view = this.readModel.get(args.appId, args.environment, args.id);
           // Unknown at first: a child its parent recorded and the effects reactor has still to create?
-          if (!view && first && (await this.childCreated(args.id, at))) view = this.readModel.get(args.appId, args.environment, args.id);
+          if (!view && first && (await this.childCreated(args, at))) view = this.readModel.get(args.appId, args.environment, args.id);
           const remaining = deadline - Date.now();
           // A draining instance (SIGTERM) answers at once, as when the wait ends: the client asks
           // again, elsewhere, instead of holding the shutdown up to its 60 s.
@@ -304,7 +305,7 @@ export class WorkflowQueriesResolver {
     assertScope(principal, args.appId, args.environment);
     const at = await this.fence.upToHead();
     const known = () => this.readModel.get(args.appId, args.environment, args.id) !== undefined;
-    if (!known() && !((await this.childCreated(args.id, at)) && known())) throw new NotFoundError('workflow', args.id);
+    if (!known() && !((await this.childCreated(args, at)) && known())) throw new NotFoundError('workflow', args.id);
     return readHistory(this.store, `workflow-${args.id}`, args, info);
   }
 
