@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from '../../src/sdk/index.js';
-import { issueTokens } from '../api/api-helpers.js';
+import { issueTokens, revokeTokenViaCli, tokenIdOf } from '../api/api-helpers.js';
 import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
@@ -36,13 +36,17 @@ afterAll(async () => {
   await service?.stop();
 });
 
-/** Holds the app's effects up: a broadcast to 3,000 workflows no worker serves. */
-async function busyReactor(): Promise<void> {
-  for (let i = 0; i < 3000; i += 100) {
+let idle = false;
+/** Holds the app's effects up: `broadcasts` broadcasts to 3,000 workflows no worker serves. */
+async function busyReactor(broadcasts = 1): Promise<void> {
+  for (let i = 0; !idle && i < 3000; i += 100) {
     await Promise.all(Array.from({ length: 100 }, () => client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevIdle', input: [] })));
   }
-  const broadcaster = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevBroadcast', input: ['RevIdle'] });
-  await waitFor(async () => (await client.workflowHistory(APP, ENV, broadcaster)).some((e) => e.type === 'ControlRequested') || null, { timeoutMs: 20_000 });
+  idle = true;
+  const broadcasters = await Promise.all(Array.from({ length: broadcasts }, () => client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevBroadcast', input: ['RevIdle'] })));
+  for (const broadcaster of broadcasters) {
+    await waitFor(async () => (await client.workflowHistory(APP, ENV, broadcaster)).some((e) => e.type === 'ControlRequested') || null, { timeoutMs: 20_000 });
+  }
 }
 
 const childOf = (parent: string) =>
@@ -76,6 +80,26 @@ describe("a lookup by id of another app's child still to be created", () => {
     // Answered before the child was created (own.at), not when it was: the other app learns nothing, waits for nothing.
     // (ms by which each other-app answer came before the child's creation; held for it, they came with it)
     expect(Math.min(own.at - otherAwait.at, own.at - otherOne.at)).toBeGreaterThanOrEqual(200);
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id: childId }, name: 'release', data: ['freed'] });
+  }, 240_000);
+});
+
+describe('a token revoked while its lookup waits for a child still to be created', () => {
+  it('is refused (UNAUTHENTICATED) once the wait ends, as a parked awaitWorkflow is, not answered the child', async () => {
+    const [doomed] = await issueTokens(service, [{ apps: [APP], role: 'read-only' }]);
+    await busyReactor(3);
+    const parent = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: ['child-revoked'] });
+    const childId = await childOf(parent);
+    const vars = { appId: APP, environment: ENV, id: childId };
+    let answeredAt = 0;
+    const lookups = Promise.all([service.gql(AWAIT, vars, doomed), service.gql(ONE, vars, doomed)]).then((answers) => ((answeredAt = Date.now()), answers));
+    await revokeTokenViaCli(service.storeUrl, tokenIdOf(doomed));
+    const revokedAt = Date.now();
+    const [awaited, one] = await lookups;
+    // Only meaningful when the revocation came while both still waited for the child.
+    expect(answeredAt).toBeGreaterThan(revokedAt);
+    const code = (r: { body: any }) => r.body.errors?.[0]?.extensions?.code ?? r.body.data;
+    expect({ awaitWorkflow: code(awaited), workflow: code(one) }).toEqual({ awaitWorkflow: 'UNAUTHENTICATED', workflow: 'UNAUTHENTICATED' });
     await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id: childId }, name: 'release', data: ['freed'] });
   }, 240_000);
 });
