@@ -172,7 +172,7 @@ export class WorkflowQueriesResolver {
         return view ? toWorkflowType(view) : null;
       });
     const found = await read();
-    return found || !(await this.childCreated(args, at)) ? found : read();
+    return found || !(await this.childCreated(principal, args, at)) ? found : read();
   }
 
   /**
@@ -183,9 +183,12 @@ export class WorkflowQueriesResolver {
    * read models up to the head again. True when it waited (read the workflow again). A found
    * workflow never comes here: the wait costs only misses.
    */
-  private async childCreated(args: { appId: string; environment: string; id: string }, at: bigint): Promise<boolean> {
+  private async childCreated(principal: Principal, args: { appId: string; environment: string; id: string }, at: bigint): Promise<boolean> {
     const { appId, environment, id } = args;
     if (!isUuid(id) || !(await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS, scopeOf(appId, environment)))) return false;
+    // A token revoked while this lookup waited is answered as a new request of it would be, as a
+    // parked awaitWorkflow is (found in review: the child was answered to the revoked token).
+    if (!this.tokens.isActive(principal.tokenId)) throw new UnauthenticatedError('unknown or revoked API token');
     await this.fence.upToHead();
     return true;
   }
@@ -212,7 +215,7 @@ export class WorkflowQueriesResolver {
           const at = await this.fence.upToHead();
           let view = this.readModel.get(args.appId, args.environment, args.id);
           // Unknown at first: a child its parent recorded and the effects reactor has still to create?
-          if (!view && first && (await this.childCreated(args, at))) view = this.readModel.get(args.appId, args.environment, args.id);
+          if (!view && first && (await this.childCreated(principal, args, at))) view = this.readModel.get(args.appId, args.environment, args.id);
           const remaining = deadline - Date.now();
           // A draining instance (SIGTERM) answers at once, as when the wait ends: the client asks
           // again, elsewhere, instead of holding the shutdown up to its 60 s.
@@ -305,7 +308,7 @@ export class WorkflowQueriesResolver {
     assertScope(principal, args.appId, args.environment);
     const at = await this.fence.upToHead();
     const known = () => this.readModel.get(args.appId, args.environment, args.id) !== undefined;
-    if (!known() && !((await this.childCreated(args, at)) && known())) throw new NotFoundError('workflow', args.id);
+    if (!known() && !((await this.childCreated(principal, args, at)) && known())) throw new NotFoundError('workflow', args.id);
     return readHistory(this.store, `workflow-${args.id}`, args, info);
   }
 
