@@ -103,3 +103,27 @@ describe('a token revoked while its lookup waits for a child still to be created
     await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id: childId }, name: 'release', data: ['freed'] });
   }, 240_000);
 });
+
+describe('a token revoked while its { id } action waits for a child still to be created', () => {
+  it('acts no more: the action is refused (UNAUTHENTICATED) and the child gets no event', async () => {
+    const [doomed] = await issueTokens(service, [{ apps: [APP], role: 'operator' }]);
+    await busyReactor(3);
+    const parent = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: ['child-revoked-action'] });
+    const childId = await childOf(parent);
+    let answeredAt = 0;
+    const send = service
+      .gql('mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { status matched changed } }', { input: { appId: APP, environment: ENV, selector: { id: childId }, name: 'release', data: JSON.stringify(['sent by a revoked token']) } }, doomed)
+      .then((answer) => ((answeredAt = Date.now()), answer));
+    await revokeTokenViaCli(service.storeUrl, tokenIdOf(doomed));
+    const revokedAt = Date.now();
+    const answer = await send;
+    // Only meaningful when the revocation came while the action still waited for the child.
+    expect(answeredAt).toBeGreaterThan(revokedAt);
+    const history = await client.workflowHistory(APP, ENV, childId);
+    expect({
+      answer: (answer.body as any).errors?.[0]?.extensions?.code ?? (answer.body as any).data,
+      received: history.filter((e) => e.type === 'WorkflowEventReceived' || e.type === 'WorkflowEventQueued').length,
+    }).toEqual({ answer: 'UNAUTHENTICATED', received: 0 });
+    await client.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id: childId }, name: 'release', data: ['freed'] });
+  }, 240_000);
+});
