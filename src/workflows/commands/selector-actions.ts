@@ -4,9 +4,9 @@ import { ReadFence } from '../../event-store/read-fence.js';
 import { CommandContext, DeciderRunner } from '../../event-store/decider-runner.js';
 import { contextFor } from '../../shared/command-context.js';
 import { assertScope } from '../../tokens/principal.js';
-import type { Principal } from '../../tokens/tokens.projection.js';
+import { type Principal, TokensReadModel } from '../../tokens/tokens.projection.js';
 import { SelectorActionInput } from './selector-action.input.js';
-import { BadUserInputError, NotFoundError, TooManyQueuedEventsError } from '../../shared/errors.js';
+import { BadUserInputError, NotFoundError, TooManyQueuedEventsError, UnauthenticatedError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.decider.js';
 import { Selector } from '../domain/workflow-commands.js';
@@ -60,6 +60,7 @@ export class SelectorActions {
     private readonly fence: ReadFence,
     private readonly children: PendingChildren,
     @Inject(BATON_CONFIG) private readonly config: BatonConfig,
+    private readonly tokens: TokensReadModel,
   ) {}
 
   /**
@@ -70,7 +71,7 @@ export class SelectorActions {
    * CHILD_CREATION_WAIT_MS, rather than answered NOT_FOUND. Not in the reactor's own effects: a
    * later child's creation waits behind them (an app's effects are ordered).
    */
-  async selectId(appId: string, environment: string, selector: { id: string; name?: string }, options: { waitForChild?: boolean } = {}): Promise<WorkflowView> {
+  async selectId(appId: string, environment: string, selector: { id: string; name?: string }, options: { waitForChild?: boolean; tokenId?: string } = {}): Promise<WorkflowView> {
     let at = await this.fence.upToHead();
     // A UUID is read in either case (RFC 9562): ids are handed out in lower case, and one kept
     // in a column that gives it back in upper case still picks its workflow.
@@ -79,6 +80,9 @@ export class SelectorActions {
     // A child its parent recorded (its id is in the parent's history) that the effects reactor
     // has not created yet: wait for it, then read again up to the head.
     if (id !== undefined && !view && options.waitForChild === true && (await this.children.waitFor(id, at, CHILD_CREATION_WAIT_MS, scopeOf(appId, environment)))) {
+      // A token revoked while the action waited acts no more, as a new request of it would not
+      // (found in review: the event was recorded after the revocation).
+      if (options.tokenId !== undefined && !this.tokens.isActive(options.tokenId)) throw new UnauthenticatedError('unknown or revoked API token');
       at = await this.fence.upToHead();
       view = this.workflows.get(appId, environment, id);
     }
@@ -93,7 +97,7 @@ export class SelectorActions {
 
   async apply(principal: Principal, input: SelectorActionInput, command: WorkflowCommand): Promise<SelectorActionResult> {
     assertScope(principal, input.appId, input.environment);
-    return this.applyTo(contextFor(principal, input.appId, input.environment), toSelector(input.selector), command, { waitForChild: true });
+    return this.applyTo(contextFor(principal, input.appId, input.environment), toSelector(input.selector), command, { waitForChild: true, tokenId: principal.tokenId });
   }
 
   /**
@@ -106,7 +110,7 @@ export class SelectorActions {
     context: CommandContext,
     selector: ApiSelector,
     command: WorkflowCommand,
-    options: { eventId?: (workflowId: string) => string; waitForChild?: boolean } = {},
+    options: { eventId?: (workflowId: string) => string; waitForChild?: boolean; tokenId?: string } = {},
   ): Promise<SelectorActionResult> {
     const { appId, environment } = context;
     // An event, from the API or a workflow's `select().send`, meets this instance's backlog bound.
@@ -121,7 +125,7 @@ export class SelectorActions {
       return result.events.length > 0 || (causeId !== undefined && result.state.status !== 'none' && result.state.causes?.has(causeId) === true);
     };
     if ('id' in selector) {
-      const view = await this.selectId(appId, environment, selector, { waitForChild: options.waitForChild });
+      const view = await this.selectId(appId, environment, selector, { waitForChild: options.waitForChild, tokenId: options.tokenId });
       return { status: SelectorActionStatus.OK, matched: 1, changed: (await run(view.id)) ? 1 : 0, workflowIds: [view.id] };
     }
     const at = await this.fence.upToHead();
