@@ -225,6 +225,13 @@ export class Worker {
    * what runs.
    */
   private readonly waiting: Record<WorkKind, WorkItem[]> = { DECISION: [], TASK: [] };
+  /**
+   * Free slots of each kind that requests in flight may fill with new work: a poll's `maxItems`, a
+   * report's `fillDecisions` / `fillTasks`. A report asks to fill only the slots no other request
+   * asks for (the service answers each from the same waiting work: both filled, the worker held
+   * more than its concurrency, found in review).
+   */
+  private readonly asked: Record<WorkKind, number> = { DECISION: 0, TASK: 0 };
   private readonly stopping = new AbortController();
   /** Whether shutdown's grace has run out: finished tasks are then reported without the decision being made after them. */
   private graceOver = false;
@@ -603,14 +610,14 @@ export class Worker {
   }
 
   /**
-   * Whether `error` is a service older than this worker refusing a report claim's `pollId`: reports
-   * leave it out for five minutes at a time; their answers then carry only the next steps of the
+   * Whether `error` is a service older than this worker refusing a report claim's `pollId` (or its
+   * `fillDecisions` / `fillTasks`): reports leave them out for five minutes at a time; their answers then carry only the next steps of the
    * outcomes they report, as before, and new work comes with polls.
    */
   private olderClaimService(error: unknown): boolean {
     if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;
     const field = String(error.extensions.field ?? '');
-    if (!/(^|\.)claim\.pollId$/.test(field) && !/"pollId" is not defined by type "EagerClaimInput"/.test(error.message)) return false;
+    if (!/(^|\.)claim\.(pollId|fillDecisions|fillTasks)$/.test(field) && !/"(pollId|fillDecisions|fillTasks)" is not defined by type "EagerClaimInput"/.test(error.message)) return false;
     if (Date.now() >= this.claimIdsFrom) {
       if (this.claimIdsFrom === 0) {
         this.logger.warn('[baton worker] the service does not know a report claim\'s pollId (it is older than this worker): reports claim only what their outcomes make claimable, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)');
@@ -635,6 +642,15 @@ export class Worker {
   private async poll(kind: WorkKind, free: number, pollId: string, resent: boolean): Promise<WorkItem[]> {
     const maxItems = Math.min(free, 100);
     const waitMs = this.options.pollWaitMs ?? 20_000;
+    this.asked[kind] += maxItems;
+    try {
+      return await this.pollOnce(kind, maxItems, waitMs, pollId, resent);
+    } finally {
+      this.asked[kind] -= maxItems;
+    }
+  }
+
+  private async pollOnce(kind: WorkKind, maxItems: number, waitMs: number, pollId: string, resent: boolean): Promise<WorkItem[]> {
     const data = await this.client.request<{ pollWork: WorkItem[] }>(
       POLL_WORK,
       {
@@ -884,12 +900,32 @@ export class Worker {
     const maxTasks = Math.min(100, Math.max(0, this.free('TASK') + tasks.length));
     const maxItems = Math.min(100, maxDecisions + maxTasks);
     const eager = this.options.eagerDispatch !== false && !this.stopping.signal.aborted && maxItems > 0;
-    // The claim's id: with it the service also fills the free slots with waiting work, and hands a
-    // report sent again (its answer lost) what its first send claimed. The same for every attempt.
+    // The claim's id: with it the service also fills free slots with waiting work (those no poll in
+    // flight asks for, and those this report frees), and hands a report sent again (its answer
+    // lost) what its first send claimed. The same for every attempt.
     const pollId = randomUUID();
+    const fill = eager ? { DECISION: Math.max(0, this.free('DECISION') - this.asked.DECISION), TASK: Math.max(0, this.free('TASK') - this.asked.TASK) } : { DECISION: 0, TASK: 0 };
+    this.asked.DECISION += fill.DECISION;
+    this.asked.TASK += fill.TASK;
+    try {
+      await this.sendReport(decisions, tasks, until, { eager, maxItems, maxDecisions, maxTasks, pollId, fillDecisions: Math.min(100, fill.DECISION + decisions.length), fillTasks: Math.min(100, fill.TASK + tasks.length) });
+    } finally {
+      this.asked.DECISION -= fill.DECISION;
+      this.asked.TASK -= fill.TASK;
+    }
+  }
+
+  private async sendReport(
+    decisions: DecisionReport[],
+    tasks: TaskReport[],
+    until: number,
+    c: { eager: boolean; maxItems: number; maxDecisions: number; maxTasks: number; pollId: string; fillDecisions: number; fillTasks: number },
+  ): Promise<void> {
+    const { eager, maxItems, maxDecisions, maxTasks, pollId } = c;
     for (let attempt = 0; ; attempt++) {
       const caps = this.perKindCaps ? { maxItems, maxDecisions, maxTasks } : { maxItems };
-      const claim = !eager ? null : { ...this.registration, ...caps, ...(Date.now() >= this.claimIdsFrom ? { pollId } : {}) };
+      const fill = Date.now() >= this.claimIdsFrom ? { pollId, fillDecisions: c.fillDecisions, fillTasks: c.fillTasks } : {};
+      const claim = !eager ? null : { ...this.registration, ...caps, ...fill };
       try {
         const { reportWork } = await this.client.request<{ reportWork: { rejected: Array<{ ref: string; code: string; message: string }>; items: WorkItem[]; decided?: WireDecided[] } }>(REPORT_WORK, {
           input: { appId: this.options.appId, environment: this.options.environment, workerId: this.workerId, decisions, tasks, claim },

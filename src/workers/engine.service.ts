@@ -666,11 +666,11 @@ export class EngineService {
       flush: () => later.forEach(take),
       fill: (engine) => {
         const room = claim.maxItems - claims.length;
-        if (room <= 0 || (left.decision <= 0 && left.task <= 0)) return;
-        const found = engine.candidates(input.appId, input.environment, left.decision > 0 ? claim.workflows : [], left.task > 0 ? [...policies.keys()] : [], room, this.claiming, {
-          decision: left.decision,
-          task: left.task,
-        });
+        // Within the caps the report's own next steps left, and within the slots the worker says no poll of its is asking for.
+        const decision = Math.min(left.decision, claim.fillDecisions ?? left.decision);
+        const task = Math.min(left.task, claim.fillTasks ?? left.task);
+        if (room <= 0 || (decision <= 0 && task <= 0)) return;
+        const found = engine.candidates(input.appId, input.environment, decision > 0 ? claim.workflows : [], task > 0 ? [...policies.keys()] : [], room, this.claiming, { decision, task });
         engine.pollCounts.reportRounds++;
         for (const candidate of found) {
           left[candidate.kind]--;

@@ -227,9 +227,27 @@ export class EagerClaimInput {
   maxTasks?: number | null;
 
   @PollIdField(
-    'An id the worker gives this claim, the same when it sends the report again (its answer was lost), as `pollWork`\'s `pollId`. With it, slots the report\'s own outcomes leave free are also filled from the work waiting for this worker, as a poll would (the claims record the id); a report that comes again with an id whose claims this worker still holds is answered with those claims instead of claiming more. Absent: only the work these outcomes make claimable is claimed.',
+    'An id the worker gives this claim, the same when it sends the report again (its answer was lost), as `pollWork`\'s `pollId`. With it, slots the report\'s own outcomes leave free are also filled from the work waiting for this worker, as a poll would (the claims record the id; see `fillDecisions`, `fillTasks`); a report that comes again with an id whose claims this worker still holds is answered with those claims instead of claiming more. Absent: only the work these outcomes make claimable is claimed.',
   )
   pollId?: string | null;
+
+  @Field(() => Int, {
+    nullable: true,
+    description:
+      'With `pollId`: most waiting decisions to fill slots with, beyond this report\'s own next steps (the worker\'s decision slots that no poll of its is asking for: a poll in flight is answered from the same work). Absent: as many as `maxDecisions` leaves.',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  fillDecisions?: number | null;
+
+  @Field(() => Int, { nullable: true, description: 'With `pollId`: most waiting task attempts to fill slots with (as `fillDecisions`, for task slots). Absent: as many as `maxTasks` leaves.' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  fillTasks?: number | null;
 }
 
 @InputType({ description: 'The decision whose whole run history a worker needs (it does not hold the run any more).' })

@@ -83,6 +83,14 @@ describe("a report's claim with a pollId", () => {
     expect((await api.history(others[2])).some((e) => e.type === 'DecisionStarted')).toBe(false);
   });
 
+  it('fills no more than fillDecisions (the slots no poll of the worker asks for), though its caps leave more', async () => {
+    const { others, report } = await scenario(service, 3);
+    const answer = await reportOn(service, report({ maxItems: 5, maxDecisions: 5, maxTasks: 0, pollId: unique('report'), fillDecisions: 1 }));
+    expect(answer.items.map((i) => i.workflowId)).toEqual(others.slice(0, 1));
+    const none = await scenario(service, 2);
+    expect((await reportOn(service, none.report({ maxItems: 5, maxDecisions: 5, maxTasks: 0, pollId: unique('report'), fillDecisions: 0 }))).items).toEqual([]);
+  });
+
   it('claims no waiting work without a pollId (an older SDK): only what its outcomes make claimable, as before', async () => {
     const { api, others, report } = await scenario(service, 2);
     const answer = await reportOn(service, report({ maxItems: 5 }));

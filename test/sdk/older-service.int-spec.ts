@@ -180,7 +180,7 @@ describe('a worker in front of an older service', () => {
 
 describe('a worker in front of the service of the release before report claim ids (it knows a poll id)', () => {
   it("leaves a report claim's pollId out once the service refuses it (one warning), and runs its workflows and tasks", async () => {
-    const older = new OlderServiceProxy(service.url, ['pollId'], true);
+    const older = new OlderServiceProxy(service.url, ['pollId', 'fillDecisions', 'fillTasks'], true);
     await older.start();
     try {
       const warnings = await twoTaskWorkflowsThrough(older, 'older-service-claim-ids');
@@ -195,7 +195,7 @@ describe('a worker in front of the service of the release before report claim id
 
 describe('a worker in front of the service of the release before poll ids', () => {
   it("leaves pollId out of its polls and its reports' claims once the service refuses each (a warning each), and runs its workflows and tasks", async () => {
-    const older = new OlderServiceProxy(service.url, ['pollId']);
+    const older = new OlderServiceProxy(service.url, ['pollId', 'fillDecisions', 'fillTasks']);
     await older.start();
     let warnings: string[];
     try {
