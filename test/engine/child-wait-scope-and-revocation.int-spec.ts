@@ -1,5 +1,5 @@
 /**
- * Review (reports fill slots, lookups wait for a child not yet created, replayed children): the
+ * The
  * wait of a lookup by id for a child its parent recorded is scoped to the lookup's app. A token
  * of another app (or environment) that asks `awaitWorkflow` / `workflow` for such a child's id
  * must be answered as for any unknown id (null at once, once the reactor has read to the head),

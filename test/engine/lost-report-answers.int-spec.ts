@@ -1,5 +1,5 @@
 /**
- * Review (reports fill free slots): a report's answer that carries work its claim's `pollId`
+ * A report's answer that carries work its claim's `pollId`
  * filled the slot with (a task allowed one attempt, waiting while the worker was full) is lost
  * (the connection reset as the answer comes back). The SDK sends the report again under the same
  * id, marked as sent again, and must be handed the attempt again rather than leave it to lapse

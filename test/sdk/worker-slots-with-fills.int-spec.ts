@@ -1,5 +1,5 @@
 /**
- * an SDK worker's claims against its `concurrency`. The SDK
+ * An SDK worker's claims against its `concurrency`. The SDK
  * counts a kind's free slots when it sends a poll (`poll(kind, free)`, parked up to its waitMs)
  * and again when it sends a report (`maxTasks = free('TASK') + tasks.length`). Before reports
  * filled slots, a report's claim took only its own outcomes' next steps; now a claim with a
