@@ -193,13 +193,16 @@ describe('events beyond EVENTS_PER_DECISION', () => {
     expect(run.send('y', 'cause-2')).toEqual([]);
   });
 
-  it('a retried workflow releases what its failure left queued', () => {
+  it('a retried workflow releases what its failure left queued, once the decision made again (which gets the K its failing one saw) completes', () => {
     const run = new Run(dispatched);
     for (let i = 0; i < K + 4; i++) run.send(i);
     run.decide('d1', [{ type: 'FailWorkflow', error: { message: 'boom' } }]);
     expect(run.ws.status).toBe('failed');
+    // The retry rewinds d1 (replayableHistory): its K events are new again to the next decision.
     const retried = run.do({ type: 'RetryWorkflow', resetTasks: [], now: T0 + 100 });
-    expect(types(retried)).toEqual(['WorkflowRetried', ...Array<string>(4).fill('WorkflowEventReceived')]);
+    expect(types(retried)).toEqual(['WorkflowRetried']);
+    expect(run.ws.unseen).toBe(K);
+    expect(types(run.decide('d2', [], 200))).toEqual(['DecisionCompleted', ...Array<string>(4).fill('WorkflowEventReceived')]);
   });
 
   it('a pause alone queues nothing: a few events sent to a paused workflow are received, as before', () => {

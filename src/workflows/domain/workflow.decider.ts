@@ -233,6 +233,12 @@ export type WorkflowState =
        */
       unseen?: number;
       /**
+       * Events the code of the last completed decision saw (received before it started and unseen
+       * until then): a retry rewinds a failing decision (replayableHistory), so its code gets them
+       * again at the next decision, and they count as unseen again. Absent when none.
+       */
+      seenByLastDecision?: number;
+      /**
        * Events kept back (`WorkflowEventQueued`), oldest first, not released yet: where each is
        * recorded and the size of its data, never the data (it stays in the stream). Absent when none.
        */
@@ -677,9 +683,19 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           eventsDuringDecision: undefined,
           lastDecision: { id: event.data.decisionId, workerId: event.data.workerId, revision: event.revision ?? -1n, startedAt: Date.parse(event.data.startedAt) },
         };
-      case 'DecisionCompleted':
+      case 'DecisionCompleted': {
         // Its code saw every event received before it started; those received since, it did not.
-        return { ...state, decision: null, eventsDuringDecision: undefined, unseen: state.eventsDuringDecision, decisionFailures: 0, completedDecisionId: event.data.decisionId };
+        const seen = (state.unseen ?? 0) - (state.eventsDuringDecision ?? 0);
+        return {
+          ...state,
+          decision: null,
+          eventsDuringDecision: undefined,
+          unseen: state.eventsDuringDecision,
+          seenByLastDecision: seen > 0 ? seen : undefined,
+          decisionFailures: 0,
+          completedDecisionId: event.data.decisionId,
+        };
+      }
       case 'DecisionFailed':
         return {
           ...state,
@@ -767,7 +783,21 @@ export const workflowDecider: Decider<WorkflowCommand, WorkflowEvent, WorkflowSt
           const task = tasks.get(seq);
           if (task) tasks = tasks.set(seq, { ...task, attempt: retriedAttemptState(task.attempt) });
         }
-        return { ...state, status: 'running', needsDecision: true, decision: null, eventsDuringDecision: undefined, decisionFailures: 0, decisionRetryAt: 0, tasks, retried: true };
+        // The failing decision is rewound (replayableHistory): what its code saw is new again to the next one.
+        const unseen = (state.unseen ?? 0) + (state.seenByLastDecision ?? 0);
+        return {
+          ...state,
+          status: 'running',
+          needsDecision: true,
+          decision: null,
+          eventsDuringDecision: undefined,
+          unseen: unseen > 0 ? unseen : undefined,
+          seenByLastDecision: undefined,
+          decisionFailures: 0,
+          decisionRetryAt: 0,
+          tasks,
+          retried: true,
+        };
       }
       case 'ControlApplied':
         return { ...state, controlsApplied: (state.controlsApplied ?? ISet<number>()).add(event.data.seq) };
