@@ -7,7 +7,7 @@ import { assertScope } from '../../tokens/principal.js';
 import { type Principal, TokensReadModel } from '../../tokens/tokens.projection.js';
 import { SelectorActionInput } from './selector-action.input.js';
 import { BadUserInputError, NotFoundError, TooManyQueuedEventsError, UnauthenticatedError } from '../../shared/errors.js';
-import { isUuid } from '../../shared/ids.js';
+import { derivedUuid, isUuid } from '../../shared/ids.js';
 import { WorkflowCommand, baseName, workflowDecider } from '../domain/workflow.decider.js';
 import { Selector } from '../domain/workflow-commands.js';
 import { SelectorActionResult, SelectorActionStatus, WorkflowSelectorInput } from '../workflow.types.js';
@@ -120,7 +120,10 @@ export class SelectorActions {
     const causeId = 'causeId' in command ? command.causeId : undefined;
     const run = async (id: string) => {
       const result = await this.runner.run(`workflow-${id}`, workflowDecider, command, context, {
-        eventId: options.eventId ? () => options.eventId!(id) : undefined,
+        // The first event keeps the effect's id; any after it in the same append (a resume's
+        // releases of events kept back) get ids derived from it, as deterministic (a repeat on
+        // another instance appends the same ids) and distinct (one id for all fails the append).
+        eventId: options.eventId ? (_event, i) => (i === 0 ? options.eventId!(id) : derivedUuid(options.eventId!(id), String(i))) : undefined,
       });
       return result.events.length > 0 || (causeId !== undefined && result.state.status !== 'none' && result.state.causes?.has(causeId) === true);
     };
