@@ -10,13 +10,15 @@ import { Engine, HistoryEntry } from './engine-helpers.js';
 
 const ENV = 'review-backlog';
 const MODULE = 'dist/test/support/fixtures/review-backlog.js';
+const MAX_QUEUED = 200;
 
 let service: Service;
 let engine: Engine;
 let worker: FixtureWorker;
 
 beforeAll(async () => {
-  service = await startService({ storeUrl: freshStoreUrl(), env: { RATE_LIMIT_PER_MINUTE: '0' } });
+  // A backlog bound of MAX_QUEUED (100,000 by default): the cap is met with a few hundred sends.
+  service = await startService({ storeUrl: freshStoreUrl(), env: { RATE_LIMIT_PER_MINUTE: '0', MAX_QUEUED_EVENTS: String(MAX_QUEUED) } });
   engine = new Engine(service, ENV);
   worker = await startWorker({ url: service.url, token: service.token, environment: ENV, module: MODULE });
 }, 60_000);
@@ -70,4 +72,25 @@ describe('a workflow resumed by another workflow (select().resume()) with events
     const done = await engine.waitForState(id, 'COMPLETED', 120_000);
     expect(done.result).toBe(EVENTS_PER_DECISION + BIG);
   }, 240_000);
+});
+
+describe('a workflow\'s select({ name }).send meeting a full backlog in one of the workflows it picks', () => {
+  it('records ControlApplied with what it did: matched 2, changed 1 (the other received the event)', async () => {
+    const full = await engine.dispatch('BacklogLoop');
+    const free = await engine.dispatch('BacklogLoop');
+    await engine.waitForEventType(full, 'TimerStarted');
+    await engine.waitForEventType(free, 'TimerStarted');
+    expect((await engine.pause({ id: full })).changed).toBe(1);
+    await sendMany(full, 0, EVENTS_PER_DECISION + MAX_QUEUED);
+    expect(count(await engine.history(full), 'WorkflowEventQueued')).toBe(MAX_QUEUED);
+
+    const sender = await engine.dispatch('ReviewSender', ['BacklogLoop', 0]);
+    await engine.waitForState(sender, 'COMPLETED');
+    const history = await engine.waitForHistory(sender, (h) => count(h, 'ControlApplied') === 1, 'the send applied', 30_000);
+    // The free loop got it (its first `update`, [0]); the full one refused it.
+    await engine.waitForHistory(free, (h) => count(h, 'WorkflowEventReceived') === 1, 'the event received', 15_000);
+    expect(history.find((e) => e.type === 'ControlApplied')!.data).toMatchObject({ matched: 2, changed: 1 });
+    await engine.terminate({ id: full });
+    await engine.terminate({ id: free });
+  }, 120_000);
 });
