@@ -5,7 +5,7 @@ import { EventRegistry } from '../event-store/event-registry.js';
 import { ProjectionRunner } from '../event-store/projection-runner.js';
 import { READ_MODEL_DB, ReadModelDb } from '../event-store/read-model-db.js';
 import { ScheduleCreator } from '../schedules/commands/create-schedule.js';
-import { BatonError, NotFoundError } from '../shared/errors.js';
+import { BatonError, NotFoundError, TooManyQueuedEventsError } from '../shared/errors.js';
 import { derivedUuid, uuidv7 } from '../shared/ids.js';
 import { EffectsQueue, HeldEffect } from './effects-queue.js';
 import { TaskDispatcher } from '../tasks/commands/dispatch-task/dispatch-task.js';
@@ -585,6 +585,12 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
         const result = await this.selectors
           .applyTo(context, data.selector, command, { eventId: (target) => derivedUuid(id, String(data.seq), target) })
           .catch((error) => {
+            // A full backlog (MAX_QUEUED_EVENTS) refused the event: a { name } selector's other
+            // workflows still recorded it, and the error says how many (an { id } one matched its one).
+            if (error instanceof TooManyQueuedEventsError) {
+              const picked = error.details as { matched?: number; changed?: number };
+              return { matched: picked.matched ?? 1, changed: picked.changed ?? 0 };
+            }
             if (error instanceof BatonError && error.code !== 'STORE_UNAVAILABLE') return { matched: 0, changed: 0 };
             throw error;
           });
