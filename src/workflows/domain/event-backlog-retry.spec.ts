@@ -1,5 +1,5 @@
 /**
- * Review of the event backlog: what the code of each decision gets new, as the engine hands the
+ * The event backlog: what the code of each decision gets new, as the engine hands the
  * history to workers (replayableHistory: a retry rewinds the failing decision, so the events that
  * decision saw reach the next decision again), stays within EVENTS_PER_DECISION.
  */

@@ -1,5 +1,5 @@
 /**
- * Review of the event backlog, random sequences of sends (some large), pauses, resumes, decisions
+ * The event backlog's decider under random sequences of sends (some large), pauses, resumes, decisions
  * (completed, continuing as new, failing the workflow, failed, lapsed) and retries: releases point
  * at queued events, each once; events reach the code in the order sent; and no decision (as the
  * code gets its history, retries rewound) gets more than EVENTS_PER_DECISION new events.

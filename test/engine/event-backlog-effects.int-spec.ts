@@ -1,5 +1,5 @@
 /**
- * Review of the event backlog, with a real service and a real `baton worker` process: the effects
+ * The event backlog, with a real service and a real `baton worker` process: the effects
  * of a workflow's `select()` meeting a workflow with events kept back.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -8,8 +8,8 @@ import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 import { Engine, HistoryEntry } from './engine-helpers.js';
 
-const ENV = 'review-backlog';
-const MODULE = 'dist/test/support/fixtures/review-backlog.js';
+const ENV = 'backlog-effects';
+const MODULE = 'dist/test/support/fixtures/backlog-effects.js';
 const MAX_QUEUED = 200;
 
 let service: Service;
