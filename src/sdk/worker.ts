@@ -611,8 +611,9 @@ export class Worker {
 
   /**
    * Whether `error` is a service older than this worker refusing a report claim's `pollId` (or its
-   * `fillDecisions` / `fillTasks`): reports leave them out for five minutes at a time; their answers then carry only the next steps of the
-   * outcomes they report, as before, and new work comes with polls.
+   * `fillDecisions` / `fillTasks`): reports leave them out for five minutes at a time; their
+   * answers then carry only the next steps of the outcomes they report, as before, and new work
+   * comes with polls.
    */
   private olderClaimService(error: unknown): boolean {
     if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;

@@ -112,7 +112,7 @@ export class EngineService {
   async claimsAgain(input: FromWorker<PollWorkInput>, resent: boolean, budget: AnswerBudget = this.answerBudget()): Promise<WorkItem[]> {
     if (!input.pollId) return [];
     if (resent) await this.fence.upToHead();
-    const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
+    const policies = policiesOf(input.tasks);
     return this.claimsOfPoll(input, input.pollId, policies, budget);
   }
 
@@ -124,7 +124,7 @@ export class EngineService {
     // A kind the worker has no slot for is neither claimed nor waited for.
     const workflows = caps.decision === 0 ? [] : input.workflows;
     const taskNames = caps.task === 0 ? [] : input.tasks.map((t) => t.name);
-    const policies = new Map(input.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
+    const policies = policiesOf(input.tasks);
     const budget = this.answerBudget();
     // A poll that comes again (same worker, same poll id) whose claims still hold is answered with
     // them: the first answer was lost, and claiming more would leave those to lapse.
@@ -649,7 +649,7 @@ export class EngineService {
       tasks: claim.tasks,
       ...(claim.pollId ? { pollId: claim.pollId } : {}),
     };
-    const policies = new Map(claim.tasks.map((t) => [t.name, { retry: t.retry ?? DEFAULT_RETRY_POLICY, timeoutMs: t.timeoutMs ?? null }]));
+    const policies = policiesOf(claim.tasks);
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
     const budget = this.answerBudget();
