@@ -12,8 +12,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from '../../src/sdk/index.js';
+import { BusyReactor } from '../support/busy-reactor.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
-import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 
 const APP = 'demo';
@@ -24,6 +24,7 @@ let b: Service;
 let client: Client;
 let clientB: Client;
 let worker: FixtureWorker;
+let reactor: BusyReactor;
 
 beforeAll(async () => {
   const storeUrl = freshStoreUrl();
@@ -31,6 +32,7 @@ beforeAll(async () => {
   b = await startService({ storeUrl });
   client = new Client({ url: a.url, token: a.token });
   clientB = new Client({ url: b.url, token: a.token });
+  reactor = new BusyReactor(client, APP, ENV);
   worker = await startWorker({ url: a.url, token: a.token, environment: ENV, module: 'dist/test/support/fixtures/events-controls.js' });
 }, 90_000);
 
@@ -40,29 +42,12 @@ afterAll(async () => {
   await a?.stop();
 });
 
-/** Holds the app's effects up: a broadcast to 3,000 workflows no worker serves. */
-async function busyReactor(): Promise<void> {
-  for (let i = 0; i < 3000; i += 100) {
-    await Promise.all(Array.from({ length: 100 }, () => client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevIdle', input: [] })));
-  }
-  const broadcaster = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevBroadcast', input: ['RevIdle'] });
-  await waitFor(async () => (await client.workflowHistory(APP, ENV, broadcaster)).some((e) => e.type === 'ControlRequested') || null, { timeoutMs: 20_000 });
-}
-
-/** The id of the child `parent` recorded, read from its history as soon as it is there. */
-const childOf = (parent: string) =>
-  waitFor(async () => ((await client.workflowHistory(APP, ENV, parent)).find((e) => e.type === 'ChildWorkflowStarted')?.data as { childId: string } | undefined)?.childId ?? null, {
-    timeoutMs: 20_000,
-    intervalMs: 10,
-    description: "the parent's ChildWorkflowStarted",
-  });
-
 describe('a lookup by id of a child whose id its parent already recorded', () => {
   it('finds the child (not null / NOT_FOUND) while the effects reactor is still busy with an earlier effect of the app, on either instance', async () => {
-    await busyReactor();
+    await reactor.hold();
     const tags = ['await', 'result', 'one', 'history', 'await-b'];
     const parents = await Promise.all(tags.map((tag) => client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: [`child-${tag}`] })));
-    const [awaited, resulted, looked, historied, awaitedOnB] = await Promise.all(parents.map(childOf));
+    const [awaited, resulted, looked, historied, awaitedOnB] = await Promise.all(parents.map((p) => reactor.childOf(p)));
 
     // Each lookup on its own child, all at once, while the children are still to be created.
     const gql = (service: Service, id: string) =>

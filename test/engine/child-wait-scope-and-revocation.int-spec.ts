@@ -11,8 +11,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from '../../src/sdk/index.js';
 import { issueTokens, revokeTokenViaCli, tokenIdOf } from '../api/api-helpers.js';
+import { BusyReactor } from '../support/busy-reactor.js';
 import { Service, startService } from '../support/service.js';
-import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
 
 const APP = 'demo';
@@ -22,10 +22,12 @@ let service: Service;
 let client: Client;
 let worker: FixtureWorker;
 let otherToken: string;
+let reactor: BusyReactor;
 
 beforeAll(async () => {
   service = await startService();
   client = new Client({ url: service.url, token: service.token });
+  reactor = new BusyReactor(client, APP, ENV);
   [otherToken] = await issueTokens(service, [{ apps: ['other-app'], role: 'read-only' }]);
   worker = await startWorker({ url: service.url, token: service.token, environment: ENV, module: 'dist/test/support/fixtures/events-controls.js' });
 }, 90_000);
@@ -35,34 +37,14 @@ afterAll(async () => {
   await service?.stop();
 });
 
-let idle = false;
-/** Holds the app's effects up: `broadcasts` broadcasts to 3,000 workflows no worker serves. */
-async function busyReactor(broadcasts = 1): Promise<void> {
-  for (let i = 0; !idle && i < 3000; i += 100) {
-    await Promise.all(Array.from({ length: 100 }, () => client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevIdle', input: [] })));
-  }
-  idle = true;
-  const broadcasters = await Promise.all(Array.from({ length: broadcasts }, () => client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevBroadcast', input: ['RevIdle'] })));
-  for (const broadcaster of broadcasters) {
-    await waitFor(async () => (await client.workflowHistory(APP, ENV, broadcaster)).some((e) => e.type === 'ControlRequested') || null, { timeoutMs: 20_000 });
-  }
-}
-
-const childOf = (parent: string) =>
-  waitFor(async () => ((await client.workflowHistory(APP, ENV, parent)).find((e) => e.type === 'ChildWorkflowStarted')?.data as { childId: string } | undefined)?.childId ?? null, {
-    timeoutMs: 20_000,
-    intervalMs: 10,
-    description: "the parent's ChildWorkflowStarted",
-  });
-
 const AWAIT = 'query($appId: String!, $environment: String!, $id: ID!) { awaitWorkflow(appId: $appId, environment: $environment, id: $id, waitMs: 0) { id state } }';
 const ONE = 'query($appId: String!, $environment: String!, $id: ID!) { workflow(appId: $appId, environment: $environment, id: $id) { id state } }';
 
 describe("a lookup by id of another app's child still to be created", () => {
   it('is answered null without waiting for that child (as an unknown id is), while its own app waits for it', async () => {
-    await busyReactor(3);
+    await reactor.hold(3);
     const parent = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: ['child-scope'] });
-    const childId = await childOf(parent);
+    const childId = await reactor.childOf(parent);
     // The child's own app waits for it (the feature under review); the other app's token must not:
     // both of its lookups are answered while its own app's lookup is still waiting for the child.
     let ownAnswered = false;
@@ -85,9 +67,9 @@ describe('a token revoked while its lookup waits for a child still to be created
   it('is refused (UNAUTHENTICATED) once the wait ends, as a parked awaitWorkflow is, not answered the child', async () => {
     const [doomed] = await issueTokens(service, [{ apps: [APP], role: 'read-only' }]);
     // Six broadcasts: the child's creation waits behind them long enough for the CLI's revocation.
-    await busyReactor(6);
+    await reactor.hold(6);
     const parent = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: ['child-revoked'] });
-    const childId = await childOf(parent);
+    const childId = await reactor.childOf(parent);
     const vars = { appId: APP, environment: ENV, id: childId };
     let answeredAt = 0;
     const lookups = Promise.all([service.gql(AWAIT, vars, doomed), service.gql(ONE, vars, doomed)]).then((answers) => ((answeredAt = Date.now()), answers));
@@ -106,9 +88,9 @@ describe('a token revoked while its { id } action waits for a child still to be 
   it('acts no more: the action is refused (UNAUTHENTICATED) and the child gets no event', async () => {
     const [doomed] = await issueTokens(service, [{ apps: [APP], role: 'operator' }]);
     // Six broadcasts: the child's creation waits behind them long enough for the CLI's revocation.
-    await busyReactor(6);
+    await reactor.hold(6);
     const parent = await client.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevParent', input: ['child-revoked-action'] });
-    const childId = await childOf(parent);
+    const childId = await reactor.childOf(parent);
     let answeredAt = 0;
     const send = service
       .gql('mutation($input: SendEventToWorkflowsInput!) { sendEventToWorkflows(input: $input) { status matched changed } }', { input: { appId: APP, environment: ENV, selector: { id: childId }, name: 'release', data: JSON.stringify(['sent by a revoked token']) } }, doomed)

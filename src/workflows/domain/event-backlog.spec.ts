@@ -7,6 +7,7 @@
  * numbers a queued event, never its data, and refuses a send past MAX_QUEUED_EVENTS.
  */
 import { describe, expect, it } from '@jest/globals';
+import { replayableHistory } from '../../protocol/workflow-retry.js';
 import type { DecisionCommand } from './workflow-commands.js';
 import { EVENTS_PER_DECISION, MAX_QUEUED_EVENTS, RELEASE_BYTES, ExistingWorkflow, WorkflowCommand, WorkflowEvent, WorkflowState, workflowDecider } from './workflow.decider.js';
 
@@ -69,6 +70,23 @@ class Run {
       }
     }
     return [...out, current];
+  }
+  /**
+   * How many events the code of each decision gets new in the history as workers get it
+   * (`replayableHistory`: a retry rewinds the failing decision, so what it saw comes again).
+   */
+  newPerDecisionReplayed(): number[] {
+    const history = replayableHistory(this.events.map((e) => ({ revision: Number(e.revision), type: e.type, data: e.data as never })));
+    const out: number[] = [];
+    let current = 0;
+    for (const e of history) {
+      if (e.type === 'WorkflowEventReceived') current++;
+      if (e.type === 'DecisionStarted') {
+        out.push(current);
+        current = 0;
+      }
+    }
+    return out;
   }
 }
 
@@ -268,5 +286,26 @@ describe('the state of a backlog', () => {
     run.decide('d1');
     expect(run.ws.queued?.size).toBe(MAX_QUEUED_EVENTS - K);
     expect(types(run.send('room again'))).toEqual(['WorkflowEventQueued']);
+  });
+});
+
+describe('a backlog and retries of a failed workflow', () => {
+  it('the decision after a retry gets at most EVENTS_PER_DECISION new events, however many times the workflow failed and was retried', () => {
+    const run = new Run(dispatched);
+    run.decide('d0');
+    run.do({ type: 'PauseWorkflow' });
+    for (let i = 0; i < 5 * K; i++) run.do({ type: 'DeliverEvent', name: 'update', data: [i] });
+    run.do({ type: 'ResumeWorkflow' });
+    // Each decision fails the workflow (a task it awaits failed, say), and an operator retries it.
+    for (let r = 1; r <= 3; r++) {
+      run.decide(`d${r}`, [{ type: 'FailWorkflow', error: { message: 'boom' } }], 10 * r);
+      expect(run.state.status).toBe('failed');
+      run.do({ type: 'RetryWorkflow', resetTasks: [], now: T0 + 10 * r + 5 });
+    }
+    run.do({ type: 'StartDecision', decisionId: 'd4', workerId: 'w1', workflows: ['Loop'], now: T0 + 100, leaseMs: 60_000 });
+    // The failing decisions are rewound: d4's code gets everything since d0 as new. Releases on each
+    // retry piled K more onto it each time (4K here), the size the backlog exists to prevent.
+    const perDecision = run.newPerDecisionReplayed();
+    expect(Math.max(...perDecision)).toBeLessThanOrEqual(K);
   });
 });
