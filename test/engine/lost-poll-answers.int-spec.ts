@@ -8,14 +8,12 @@
  * (DECISIONS.md "A repeated poll is answered with its claims").
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client, expectData, expectError, issueTokens, post, startServices, unique } from '../api/api-helpers.js';
 import type { ClaimedItem } from '../api/security-helpers.js';
 import { answerDroppingProxy } from '../support/answer-dropping-proxy.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { freshLogFile, readLog } from './engine-helpers.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 
 const LEASE_MS = 2_000;
@@ -42,16 +40,8 @@ beforeAll(async () => {
   [workerToken] = await issueTokens(service, [{ apps: ['demo'], role: 'worker' }]);
 });
 
-/** Lines of the fixture worker's log (`record` in the fixtures) for `task` in `phase`. */
-const logged = (log: string, task: string, phase: string) =>
-  existsSync(log)
-    ? readFileSync(log, 'utf8')
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { task: string; phase: string })
-        .filter((e) => e.task === task && e.phase === phase).length
-    : 0;
+/** How many times the fixture worker logged `task` in `phase`. */
+const logged = (log: string, task: string, phase: string) => readLog(log).filter((e) => e.task === task && e.phase === phase).length;
 
 /**
  * A real SDK worker behind a proxy that drops the answers of the first `drops` polls that claim a
@@ -61,7 +51,7 @@ const logged = (log: string, task: string, phase: string) =>
  */
 async function oneAttemptTaskWithPollAnswersCut(drops: number) {
   const proxy = await answerDroppingProxy(service);
-  const log = join(mkdtempSync(join(tmpdir(), 'baton-lost-poll-')), 'fixtures.log');
+  const log = freshLogFile();
   try {
     const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment, env: { FIXTURE_LOG: log } });
     const warm = await admin.dispatchTask('echo', JSON.stringify(['warm']));

@@ -7,13 +7,11 @@
  * a real `baton worker` process (concurrency 1) behind answer-dropping-proxy.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client, startServices } from '../api/api-helpers.js';
 import { answerDroppingProxy } from '../support/answer-dropping-proxy.js';
 import type { Service } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { freshLogFile, readLog } from './engine-helpers.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 
 const LEASE_MS = 2_000;
@@ -32,19 +30,12 @@ beforeAll(async () => {
   admin = new Client(service, scope.appId, scope.environment);
 });
 
-const logged = (log: string, task: string, phase: string) =>
-  existsSync(log)
-    ? readFileSync(log, 'utf8')
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { task: string; phase: string })
-        .filter((e) => e.task === task && e.phase === phase).length
-    : 0;
+/** How many times the fixture worker logged `task` in `phase`. */
+const logged = (log: string, task: string, phase: string) => readLog(log).filter((e) => e.task === task && e.phase === phase).length;
 
 async function filledTaskWithReportAnswersCut(drops: number) {
   const proxy = await answerDroppingProxy(service);
-  const log = join(mkdtempSync(join(tmpdir(), 'baton-review-fill-')), 'fixtures.log');
+  const log = freshLogFile();
   try {
     const worker = await startWorker({ url: proxy.url, token: service.token, environment: scope.environment, concurrency: 1, env: { FIXTURE_LOG: log } });
     const warm = await admin.dispatchTask('echo', JSON.stringify(['warm']));
