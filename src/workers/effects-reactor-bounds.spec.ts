@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { reactorOnTempStore, reactorSpecHooks, until } from '../../test/support/effects-reactor.js';
+import { scopeOf } from '../workflows/pending-children.js';
 
 describe('EffectsReactor: bounds per app', () => {
   const cleanup = reactorSpecHooks();
@@ -28,7 +29,7 @@ describe('EffectsReactor: bounds per app', () => {
     const slowApps = new Map<string, number>();
     const started: string[] = [];
     const carriedOut: string[] = [];
-    const { store, rm, reactor, dispatchMany } = reactorOnTempStore(async (context, command) => {
+    const { store, rm, reactor, children, dispatchMany } = reactorOnTempStore(async (context, command) => {
       started.push(command.taskId);
       await blocked.get(command.taskId);
       const ms = slowApps.get(context.appId);
@@ -53,7 +54,7 @@ describe('EffectsReactor: bounds per app', () => {
       };
       return () => reads;
     };
-    return { store, rm, reactor, block, release, failing, failingTasks, started, carriedOut, dispatchMany, keepReadAheadFull };
+    return { store, rm, reactor, children, block, release, failing, failingTasks, started, carriedOut, dispatchMany, keepReadAheadFull };
   }
 
   it('keeps the checkpoint before effects read again from the log that are not carried out yet', async () => {
@@ -86,6 +87,31 @@ describe('EffectsReactor: bounds per app', () => {
     }
     await until(() => carriedOut.length === 13, 'every effect carried out');
     await until(() => reactor.checkpoint === head, 'the checkpoint at the head');
+  });
+
+  it("has a lookup in an app past its bound wait until the app's passed-over events are taken (its children announced)", async () => {
+    const { store, reactor, children, block, release, carriedOut, dispatchMany } = await setUp();
+    reactor.limits = { ...reactor.limits, maxHeldPerApp: 10, maxHeldEvents: 1_000 };
+    // busy: b-0..b-11, of which b-10 and b-11 are passed over; calm: c-0.
+    for (let i = 0; i < 12; i++) block(`b-${i}`);
+    await dispatchMany('busy', 'b', 12);
+    await dispatchMany('calm', 'c', 1);
+    const head = (await store.headPosition())!;
+    reactor.onApplicationBootstrap();
+    await until(() => reactor.appsOverBound === 1 && carriedOut.includes('c-0'), 'busy past its bound, calm carried out');
+    const unknown = '0190b0c0-0000-7000-8000-000000000000';
+    // Another app, all of whose events were taken: an unknown id is answered at once, not looked up again.
+    expect(await children.waitFor(unknown, head, 5_000, scopeOf('calm', 'prod'))).toBe(false);
+    // In busy, events up to the head are still to be taken: a lookup waits for them.
+    let answered: boolean | undefined;
+    const lookup = children.waitFor(unknown, head, 10_000, scopeOf('busy', 'prod')).then((again) => (answered = again));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBeUndefined();
+    for (let i = 0; i < 12; i++) release(`b-${i}`);
+    await until(() => reactor.appsOverBound === 0, 'busy caught up');
+    // Taken: the lookup ends, and looks again (a child of those events may have been created meanwhile).
+    expect(await lookup).toBe(true);
+    await until(() => carriedOut.length === 13, 'every effect carried out');
   });
 
   it('reads an app past its bound again while the read-ahead is kept full by other apps (no starvation, no empty re-reads)', async () => {

@@ -120,6 +120,8 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   /** Apps past `maxHeldPerApp`, and the smallest of their `from` (the checkpoint stays before it). */
   private readonly overflow = new Map<string, Overflow>();
   private overflowFrom: bigint | undefined;
+  /** The apps last told to `PendingChildren` as past their bound. */
+  private reportedBehind = new Set<string>();
   /** A refill stopped for lack of room (`refillRoom`) since room was last found. */
   private wasFull = false;
   /** Events read again from the log for apps past their bound (for tests). */
@@ -333,7 +335,13 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
 
   private overflowChanged(): void {
     let from: bigint | undefined;
-    for (const over of this.overflow.values()) from = earliest(from, over.from);
+    for (const [app, over] of this.overflow) {
+      from = earliest(from, over.from);
+      // Lookups in the app wait for its children announced by the events passed over.
+      this.children.appBehind(app, over.from);
+    }
+    for (const app of this.reportedBehind) if (!this.overflow.has(app)) this.children.appBehind(app, undefined);
+    this.reportedBehind = new Set(this.overflow.keys());
     this.overflowFrom = from;
   }
 

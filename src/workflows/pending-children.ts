@@ -21,6 +21,9 @@ export class PendingChildren {
   private readonly pending = new Map<string, { scope: string; done: Promise<void>; settle: () => void }>();
   private read = -1n;
   private readonly readers = new Set<{ at: bigint; wake: () => void }>();
+  /** Apps past the reactor's bound: the position of each one's first event it has not taken yet. */
+  private readonly behind = new Map<string, bigint>();
+  private readonly behindReaders = new Set<{ app: string; at: bigint; wake: () => void }>();
 
   /**
    * The reactor took the `ChildWorkflowStarted` of `childId`, in the app and environment `scope`
@@ -49,11 +52,31 @@ export class PendingChildren {
   }
 
   /**
-   * Waits (at most `timeoutMs` in all) until the reactor has read up to `at` and, when `childId` is
-   * a child it has still to create in `scope` (the lookup's app and environment), until it has.
-   * True when the child was pending (look again). A child of another app or environment is not
-   * waited for: the lookup answers as for an unknown id (found in review: another app's token
-   * was held until that app's child was created, which told it the id was one).
+   * `appId` went past the reactor's bound of effects held per app: its events from `from` on are
+   * passed over by the reactor's read (and not announced) until it reads them again; `undefined`
+   * once it has taken them all. A lookup in that app waits for the events up to its position to
+   * be taken, as it waits for the reactor's read (found in review: such an app's child was
+   * answered as unknown at once, the gap the wait closes for other apps).
+   */
+  appBehind(appId: string, from: bigint | undefined): void {
+    if (from === undefined) this.behind.delete(appId);
+    else this.behind.set(appId, from);
+    for (const reader of this.behindReaders) if (reader.app === appId && this.takenUpTo(appId, reader.at)) reader.wake();
+  }
+
+  /** Whether the reactor has taken every event of `appId` up to `at` (announced its children). */
+  private takenUpTo(appId: string, at: bigint): boolean {
+    const from = this.behind.get(appId);
+    return from === undefined || from > at;
+  }
+
+  /**
+   * Waits (at most `timeoutMs` in all) until the reactor has read up to `at` (and, in an app past
+   * its bound, taken that app's events up to `at`) and, when `childId` is a child it has still to
+   * create in `scope` (the lookup's app and environment), until it has. True when the child was
+   * pending, or the app's events were still to be taken (look again). A child of another app or
+   * environment is not waited for: the lookup answers as for an unknown id (found in review:
+   * another app's token was held until that app's child was created, which told it the id was one).
    */
   async waitFor(childId: string, at: bigint, timeoutMs: number, scope: string): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
@@ -66,8 +89,20 @@ export class PendingChildren {
       await within(caughtUp, deadline - Date.now());
       this.readers.delete(reader);
     }
+    let lagged = false;
+    const appId = appOf(scope);
+    if (!this.pending.has(childId) && !this.takenUpTo(appId, at)) {
+      lagged = true;
+      let reader!: { app: string; at: bigint; wake: () => void };
+      const taken = new Promise<void>((resolve) => {
+        reader = { app: appId, at, wake: resolve };
+        this.behindReaders.add(reader);
+      });
+      await within(taken, deadline - Date.now());
+      this.behindReaders.delete(reader);
+    }
     const entry = this.pending.get(childId);
-    if (!entry || entry.scope !== scope) return false;
+    if (!entry || entry.scope !== scope) return lagged;
     await within(entry.done, deadline - Date.now());
     return true;
   }
@@ -76,6 +111,11 @@ export class PendingChildren {
 /** The key of an app and environment in `PendingChildren`. */
 export function scopeOf(appId: string, environment: string): string {
   return JSON.stringify([appId, environment]);
+}
+
+/** The app of a `scopeOf` key. */
+function appOf(scope: string): string {
+  return (JSON.parse(scope) as [string, string])[0];
 }
 
 /** `promise`, or nothing after `ms`. */

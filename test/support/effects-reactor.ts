@@ -58,6 +58,7 @@ export function reactorOnTempStore(effect: TaskEffect, cleanup: Array<() => Prom
   cleanup.push(() => void rm.db.close());
   cleanup.push(() => store.close());
   const tasks = { dispatch: effect } as unknown as TaskDispatcher;
+  const children = new PendingChildren();
   const projections = { onLive: (listener: () => void) => listener(), waitFor: async () => {} } as unknown as ProjectionRunner;
   const reactor = new EffectsReactor(
     {} as DeciderRunner,
@@ -70,7 +71,7 @@ export function reactorOnTempStore(effect: TaskEffect, cleanup: Array<() => Prom
     store,
     rm,
     {} as ScheduleCreator,
-    new PendingChildren(),
+    children,
   );
   cleanup.push(() => reactor.onApplicationShutdown());
   /** `n` task effects of `appId` (task ids `${prefix}-${i}` from `from`), 500 events an append; `argBytes` of argument each. */
@@ -90,5 +91,5 @@ export function reactorOnTempStore(effect: TaskEffect, cleanup: Array<() => Prom
     store.append(`workflow-${uuidv7()}`, [
       { id: uuidv7(), type: 'TaskDispatchRequested', data: { seq: 0, taskId, name: 'T', args: [] }, metadata: { appId, environment: 'prod' } },
     ]);
-  return { store, rm, reactor, dispatchMany, dispatchTask };
+  return { store, rm, reactor, children, dispatchMany, dispatchTask };
 }
