@@ -306,4 +306,45 @@ describe('the dashboard at its edges', () => {
     await waitFor(async () => (await rows.count()) === before + 100, { timeoutMs: 10_000, description: '100 more tasks' });
     await context.close();
   }, 180_000);
+  itInBrowser('a released event is shown with the name and data of the queued event it releases (a backlog past the 1,000 events a decision takes)', async () => {
+    // Paused after its first decision, the collector is sent 1,002 events: the last two are kept
+    // back (WorkflowEventQueued) and released after the decision that takes the first 1,000.
+    const id = await dispatch('Collector', '[1002]');
+    const historyOf = async () => (await service.gql('query($id: ID!) { workflowHistory(appId: "demo", environment: "review", id: $id, first: 10000) { revision type data } }', { id })).body.data.workflowHistory.map((e: { revision: number; type: string; data: string }) => ({ ...e, data: JSON.parse(e.data) })) as Array<{ revision: number; type: string; data: { name?: string; data?: unknown; queuedAt?: number } }>;
+    await waitFor(async () => (await historyOf()).some((e) => e.type === 'DecisionCompleted'), { timeoutMs: 20_000, description: "the collector's first decision" });
+    const paused = await service.gql('mutation { pauseWorkflows(input: { appId: "demo", environment: "review", selector: { id: "' + id + '" } }) { changed } }');
+    expect(paused.body.data.pauseWorkflows.changed).toBe(1);
+    for (let from = 0; from < 1002; from += 200) {
+      const fields = Array.from({ length: Math.min(200, 1002 - from) }, (_, j) => `e${j}: sendEventToWorkflows(input: { appId: "demo", environment: "review", selector: { id: "${id}" }, name: "item", data: "[${from + j}]" }) { changed }`);
+      const sent = await service.gql(`mutation { ${fields.join(' ')} }`);
+      expect(sent.body.errors).toBeUndefined();
+    }
+    const resumed = await service.gql('mutation { resumeWorkflows(input: { appId: "demo", environment: "review", selector: { id: "' + id + '" } }) { changed } }');
+    expect(resumed.body.data.resumeWorkflows.changed).toBe(1);
+    await waitFor(async () => (await service.gql('query($id: ID!) { workflow(appId: "demo", environment: "review", id: $id) { state } }', { id })).body.data.workflow.state === 'COMPLETED', {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      description: 'the collector to complete',
+    });
+    const history = await historyOf();
+    const queued = history.filter((e) => e.type === 'WorkflowEventQueued');
+    expect(queued.map((e) => e.data)).toEqual([{ name: 'item', data: [1000] }, { name: 'item', data: [1001] }]);
+    const releases = history.filter((e) => e.type === 'WorkflowEventReceived' && e.data.queuedAt !== undefined);
+    expect(releases.map((e) => e.data.queuedAt)).toEqual(queued.map((e) => e.revision));
+
+    const { context, page } = await signIn();
+    await page.goto(`${service.url}/ui#/workflows/${id}`);
+    await page.getByRole('button', { name: /^Load all/ }).first().click();
+    await page.locator('[data-testid="history-progress"][data-complete="true"]').waitFor({ timeout: 60_000 });
+    // The releases are near the end of the timeline, which renders only the rows in and near its view.
+    await page.getByTestId('timeline').evaluate((box) => (box.scrollTop = box.scrollHeight));
+    const summaries = page.getByTestId('timeline-summary');
+    for (const [i, release] of releases.entries()) {
+      const text = `item [${1000 + i}] (released; queued at revision ${release.data.queuedAt})`;
+      await summaries.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+    }
+    await summaries.filter({ hasText: 'item [1001]' }).first().waitFor({ timeout: 10_000 });
+    expect(await page.getByText('release of the event queued at revision').count()).toBe(0);
+    await context.close();
+  }, 180_000);
 });

@@ -64,7 +64,7 @@ function tasksOf(history: HistoryEvent[]): TaskRow[] {
   return [...tasks.values()];
 }
 
-function summary(e: HistoryEvent): string {
+function summary(e: HistoryEvent, queued?: HistoryEvent): string {
   const d = e.data ?? {};
   if (d.error?.message) return d.error.message;
   switch (e.type) {
@@ -81,8 +81,10 @@ function summary(e: HistoryEvent): string {
     case 'DecisionFailed':
       return `${d.code}: ${d.message}`;
     case 'WorkflowEventReceived':
-      // A release names the WorkflowEventQueued (same stream) that holds its name and data.
-      return d.queuedAt !== undefined ? `release of the event queued at revision ${d.queuedAt}` : `${d.name} ${JSON.stringify(d.data)}`;
+      // A release names the WorkflowEventQueued (same stream) that holds its name and data: shown
+      // with them when that event is among those loaded.
+      if (d.queuedAt === undefined) return `${d.name} ${JSON.stringify(d.data)}`;
+      return queued ? `${queued.data?.name} ${JSON.stringify(queued.data?.data)} (released; queued at revision ${d.queuedAt})` : `release of the event queued at revision ${d.queuedAt}`;
     case 'WorkflowEventQueued':
       // Its row says it is queued (the type); its release, later, says where it came from.
       return `${d.name} ${JSON.stringify(d.data)}`;
@@ -170,7 +172,7 @@ const TasksTable = memo(function TasksTable({ tasks }: { tasks: TaskRow[] }) {
 });
 
 /** One event of the timeline. Memoised: scrolling renders the rows that come into view, not these again. */
-const TimelineRow = memo(function TimelineRow({ e, index, count }: { e: HistoryEvent; index: number; count: number }) {
+const TimelineRow = memo(function TimelineRow({ e, index, count, queued }: { e: HistoryEvent; index: number; count: number; queued?: HistoryEvent }) {
   return (
     <Accordion.Item value={String(e.revision)} data-index={index} role="listitem" aria-setsize={count} aria-posinset={index + 1}>
       <Accordion.Control>
@@ -182,7 +184,7 @@ const TimelineRow = memo(function TimelineRow({ e, index, count }: { e: HistoryE
             {e.type}
           </Badge>
           <Text size="sm" style={{ flex: 1 }} lineClamp={1} data-testid="timeline-summary">
-            {clip(summary(e))}
+            {clip(summary(e, queued))}
           </Text>
           {e.data?.attempt !== undefined && <Badge variant="outline">attempt {e.data.attempt}</Badge>}
           <Text size="xs" c="dimmed">
@@ -199,6 +201,27 @@ const TimelineRow = memo(function TimelineRow({ e, index, count }: { e: HistoryE
     </Accordion.Item>
   );
 });
+
+/**
+ * The WorkflowEventQueued a release (`WorkflowEventReceived { queuedAt }`) names, when it is
+ * loaded: the timeline holds the history from its first revision on, in order, so it is found by
+ * its revision's offset (a binary search when revisions are missing).
+ */
+function queuedOf(events: HistoryEvent[], e: HistoryEvent): HistoryEvent | undefined {
+  const at = e.type === 'WorkflowEventReceived' ? e.data?.queuedAt : undefined;
+  if (typeof at !== 'number' || events.length === 0) return undefined;
+  const guess = events[at - events[0].revision];
+  if (guess?.revision === at) return guess.type === 'WorkflowEventQueued' ? guess : undefined;
+  let lo = 0;
+  let hi = events.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (events[mid].revision === at) return events[mid].type === 'WorkflowEventQueued' ? events[mid] : undefined;
+    if (events[mid].revision < at) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
 
 /**
  * The timeline in its own scroll box, windowed: only the events in and near its view are in the
@@ -223,7 +246,7 @@ const Timeline = memo(function Timeline({ events }: { events: HistoryEvent[] }) 
       <div ref={list.rowsRef} role="list" aria-label="History events" style={{ paddingTop: list.before, paddingBottom: list.after }}>
         <Accordion multiple value={expanded} onChange={setExpanded} chevronPosition="left">
           {events.slice(list.start, list.end).map((e, i) => (
-            <TimelineRow key={e.revision} e={e} index={list.start + i} count={events.length} />
+            <TimelineRow key={e.revision} e={e} index={list.start + i} count={events.length} queued={queuedOf(events, e)} />
           ))}
         </Accordion>
       </div>
