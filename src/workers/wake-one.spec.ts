@@ -99,9 +99,17 @@ function harness() {
   /** Parked polls that could claim something now: what must never be. */
   const stranded = () => [...parked].filter((p) => state.candidates('demo', 'test', [], p.tasks, p.max, claiming).length > 0);
 
+  /** A task dispatched and started in the same batch of events (as one append's events are applied). */
+  const dispatchStarted = (name: string) => {
+    const ref = dispatch(name);
+    start(ref);
+    return ref;
+  };
+
   return {
     state,
     dispatch,
+    dispatchStarted,
     poll,
     worker,
     stranded,
@@ -137,6 +145,25 @@ describe('EngineState: new work wakes one parked poll per entry', () => {
     const counts = { wakeups: h.state.pollCounts.wakeups - before.wakeups, visits: h.state.pollCounts.waiterVisits - before.waiterVisits, rounds: h.rounds - before.rounds };
     // Each task: one poll woken, which claims it (1 round), polls again and parks (1 round).
     expect(counts).toEqual({ wakeups: 200, visits: 200, rounds: 400 });
+  });
+
+  it('an entry claimed in the batch that made it claimable wakes no parked poll (a task claimed by the report that scheduled it)', async () => {
+    h = harness();
+    for (let n = 0; n < 5; n++) void h.worker({ tasks: ['resize'], max: 1 });
+    await settle();
+    const before = { ...h.state.pollCounts, rounds: h.rounds };
+    // The events of one append, applied together: claimable, then claimed (eager dispatch).
+    for (let i = 0; i < 100; i++) h.dispatchStarted('resize');
+    await settle();
+    // Before: each task woke a parked poll that looked, found nothing and parked again (100 wake-ups, 100 rounds).
+    expect({ wakeups: h.state.pollCounts.wakeups - before.wakeups, rounds: h.rounds - before.rounds }).toEqual({ wakeups: 0, rounds: 0 });
+    expect(h.parked.size).toBe(5);
+    // A task left claimable still wakes one.
+    h.dispatch('resize');
+    await settle();
+    expect(h.state.pollCounts.wakeups - before.wakeups).toBe(1);
+    expect(h.claimed).toHaveLength(1);
+    expect(h.stranded()).toEqual([]);
   });
 
   it('a burst of 200 tasks in one batch wakes each of the 50 parked polls once, and every task is claimed', async () => {
