@@ -107,6 +107,7 @@ function tableRows(r) {
     const c = `${a.settings.connections} conns, ${a.settings.runs}×${a.settings.seconds}s`;
     add('1 API dispatch', `dispatchWorkflow req/s (${c})`, spread(a.dispatch.reqPerSec), `{ __typename } ${spread(a.ceiling.reqPerSec)}`, `${fmt.ratio(a.ratio.median)} of ceiling`);
     if (a.failedResponses > 0) add('1 API dispatch', '⚠ failed responses (non-2xx, GraphQL errors, socket errors)', fmt.int(a.failedResponses), 'counted in the req/s above');
+    if (a.cpuRatio) add('1 API dispatch', 'service CPU µs per request', spread(a.dispatch.cpuUsPerRequest), `{ __typename } ${spread(a.ceiling.cpuUsPerRequest)}`, `${fmt.ratio(a.cpuRatio.median)} of ceiling (CPU)`);
     add('1 API dispatch', 'dispatchWorkflow latency p50 / p99 ms', `${ms(a.dispatch.p50.median)} / ${ms(a.dispatch.p99.median)}`, `{ __typename } ${ms(a.ceiling.p50.median)} / ${ms(a.ceiling.p99.median)}`, `×${fmt.ratio(a.dispatch.p50.median / a.ceiling.p50.median)} p50`);
   }
 
