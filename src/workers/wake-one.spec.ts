@@ -99,6 +99,31 @@ function harness() {
   /** Parked polls that could claim something now: what must never be. */
   const stranded = () => [...parked].filter((p) => state.candidates('demo', 'test', [], p.tasks, p.max, claiming).length > 0);
 
+  /**
+   * A report filling its worker's free slots (`EngineService.report` with a claim's `pollId`,
+   * `EagerClaims.fill`): the claimable items for its names, claimed as a poll claims them, but
+   * outside any poll: no look, no park, no leave.
+   */
+  async function fill(p: Poll, fate: (ref: string) => 'won' | 'lost' | 'refused' = () => 'won'): Promise<string[]> {
+    const found = state.candidates('demo', 'test', [], p.tasks, p.max, claiming);
+    const items = (
+      await Promise.all(
+        found.map(async ({ ref }) => {
+          claiming.add(ref);
+          await tick();
+          claiming.delete(ref);
+          if (won.has(ref) || fate(ref) === 'refused') return null;
+          won.add(ref);
+          state.claimed(ref);
+          setImmediate(() => start(ref));
+          return ref;
+        }),
+      )
+    ).filter((r): r is string => r !== null);
+    claimed.push(...items);
+    return items;
+  }
+
   /** A task dispatched and started in the same batch of events (as one append's events are applied). */
   const dispatchStarted = (name: string) => {
     const ref = dispatch(name);
@@ -111,6 +136,7 @@ function harness() {
     dispatch,
     dispatchStarted,
     poll,
+    fill,
     worker,
     stranded,
     parked,
@@ -215,6 +241,22 @@ describe('EngineState: new work wakes one parked poll per entry', () => {
     expect(h.claimed).toHaveLength(3);
     expect(h.parked.size).toBe(0);
     expect(h.stranded()).toEqual([]);
+  });
+
+  it("a task a report's fill claimed and was refused (no room in the report's answer) reaches the poll that parked while that claim was under way", async () => {
+    h = harness();
+    const ref = h.dispatch('resize');
+    await settle();
+    // Worker A's report fills its free slot with the waiting task; its answer has no room left for it.
+    const filled = h.fill({ tasks: ['resize'], max: 1 }, () => 'refused');
+    // Worker B polls meanwhile: the task is being claimed (excluded), so B parks for its whole wait.
+    const b = h.poll({ tasks: ['resize'], max: 1 });
+    await expect(filled).resolves.toEqual([]);
+    await settle();
+    // The refused task stays claimable: B must be told, not left parked for 20 s beside it
+    // (main: nothing hands it on, as a poll's own refused claims are handed on when it leaves).
+    expect(h.stranded()).toEqual([]);
+    await expect(b).resolves.toEqual([ref]);
   });
 
   it('a poll that lost its claim to another instance looks again after its short wait; others are not woken for the lost task', async () => {
