@@ -670,12 +670,19 @@ export class EngineService {
         const decision = Math.min(left.decision, claim.fillDecisions ?? left.decision);
         const task = Math.min(left.task, claim.fillTasks ?? left.task);
         if (room <= 0 || (decision <= 0 && task <= 0)) return;
-        const found = engine.candidates(input.appId, input.environment, decision > 0 ? claim.workflows : [], task > 0 ? [...policies.keys()] : [], room, this.claiming, { decision, task });
+        // Looked at as a poll looks, and left as a poll leaves once its claims end: a claim refused
+        // (no room left in this answer) leaves its item claimable, and a poll that looked while it
+        // was being claimed (excluded) and parked is woken for it, not left parked its whole wait.
+        const watch = engine.watch(input.appId, input.environment, decision > 0 ? claim.workflows : [], task > 0 ? [...policies.keys()] : []);
+        const found = watch.candidates(room, this.claiming, { decision, task });
         engine.pollCounts.reportRounds++;
+        const filled: Array<Promise<WorkItem | null>> = [];
         for (const candidate of found) {
           left[candidate.kind]--;
-          claims.push(this.claim(as, candidate, policies, {}, budget));
+          filled.push(this.claim(as, candidate, policies, {}, budget));
         }
+        claims.push(...filled);
+        void Promise.allSettled(filled).then(() => watch.leave(this.claiming));
       },
       again: async (workflowId) => {
         if (claims.length >= claim.maxItems || left.decision <= 0) return null;

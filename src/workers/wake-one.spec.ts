@@ -101,11 +101,12 @@ function harness() {
 
   /**
    * A report filling its worker's free slots (`EngineService.report` with a claim's `pollId`,
-   * `EagerClaims.fill`): the claimable items for its names, claimed as a poll claims them, but
-   * outside any poll: no look, no park, no leave.
+   * `EagerClaims.fill`): the claimable items for its names, claimed as a poll claims them; it
+   * looks as a poll does and leaves once its claims end (it never parks).
    */
   async function fill(p: Poll, fate: (ref: string) => 'won' | 'lost' | 'refused' = () => 'won'): Promise<string[]> {
-    const found = state.candidates('demo', 'test', [], p.tasks, p.max, claiming);
+    const watch = state.watch('demo', 'test', [], p.tasks);
+    const found = watch.candidates(p.max, claiming);
     const items = (
       await Promise.all(
         found.map(async ({ ref }) => {
@@ -120,6 +121,7 @@ function harness() {
         }),
       )
     ).filter((r): r is string => r !== null);
+    watch.leave(claiming);
     claimed.push(...items);
     return items;
   }
