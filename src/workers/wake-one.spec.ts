@@ -126,6 +126,15 @@ function harness() {
     return items;
   }
 
+  /** A started task's attempt given back unfinished (`TaskAttemptFailed`, released): claimable again at once. */
+  const release = (ref: string) => {
+    const taskId = ref.slice(5);
+    state.applyTask(taskId, {
+      type: 'TaskAttemptFailed',
+      data: { attemptId: `a-${taskId}`, attempt: 1, reason: 'released', error: { message: 'given back', name: 'ReleasedError' }, retryAt: at(0), released: true },
+    } as never);
+  };
+
   /** A task dispatched and started in the same batch of events (as one append's events are applied). */
   const dispatchStarted = (name: string) => {
     const ref = dispatch(name);
@@ -137,6 +146,7 @@ function harness() {
     state,
     dispatch,
     dispatchStarted,
+    release,
     poll,
     fill,
     worker,
@@ -191,6 +201,19 @@ describe('EngineState: new work wakes one parked poll per entry', () => {
     await settle();
     expect(h.state.pollCounts.wakeups - before.wakeups).toBe(1);
     expect(h.claimed).toHaveLength(1);
+    expect(h.stranded()).toEqual([]);
+  });
+
+  it('an entry whose claimable set is emptied and made again in one batch (claimed, then given back) wakes a parked poll, which claims it', async () => {
+    h = harness();
+    void h.worker({ tasks: ['resize'], max: 1 });
+    await settle();
+    expect(h.parked.size).toBe(1);
+    // One batch: dispatched (a new set), started (the set emptied and dropped), given back (a new set).
+    const ref = h.dispatchStarted('resize');
+    h.release(ref);
+    await settle();
+    expect(h.claimed).toEqual([ref]);
     expect(h.stranded()).toEqual([]);
   });
 
