@@ -23,7 +23,8 @@ export class PendingChildren {
   private readonly readers = new Set<{ at: bigint; wake: () => void }>();
   /** Apps past the reactor's bound: the position of each one's first event it has not taken yet. */
   private readonly behind = new Map<string, bigint>();
-  private readonly behindReaders = new Set<{ app: string; at: bigint; wake: () => void }>();
+  /** Lookups waiting for an app's passed-over events, by app. */
+  private readonly behindReaders = new Map<string, Set<{ at: bigint; wake: () => void }>>();
 
   /**
    * The reactor took the `ChildWorkflowStarted` of `childId`, in the app and environment `scope`
@@ -60,8 +61,9 @@ export class PendingChildren {
    */
   appBehind(appId: string, from: bigint | undefined): void {
     if (from === undefined) this.behind.delete(appId);
+    else if (this.behind.get(appId) === from) return;
     else this.behind.set(appId, from);
-    for (const reader of this.behindReaders) if (reader.app === appId && this.takenUpTo(appId, reader.at)) reader.wake();
+    for (const reader of this.behindReaders.get(appId) ?? []) if (this.takenUpTo(appId, reader.at)) reader.wake();
   }
 
   /** Whether the reactor has taken every event of `appId` up to `at` (announced its children). */
@@ -93,13 +95,16 @@ export class PendingChildren {
     const appId = appOf(scope);
     if (!this.pending.has(childId) && !this.takenUpTo(appId, at)) {
       lagged = true;
-      let reader!: { app: string; at: bigint; wake: () => void };
+      let reader!: { at: bigint; wake: () => void };
+      let readers = this.behindReaders.get(appId);
+      if (!readers) this.behindReaders.set(appId, (readers = new Set()));
       const taken = new Promise<void>((resolve) => {
-        reader = { app: appId, at, wake: resolve };
-        this.behindReaders.add(reader);
+        reader = { at, wake: resolve };
+        readers.add(reader);
       });
       await within(taken, deadline - Date.now());
-      this.behindReaders.delete(reader);
+      readers.delete(reader);
+      if (readers.size === 0 && this.behindReaders.get(appId) === readers) this.behindReaders.delete(appId);
     }
     const entry = this.pending.get(childId);
     if (!entry || entry.scope !== scope) return lagged;
