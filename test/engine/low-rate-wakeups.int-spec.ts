@@ -9,18 +9,8 @@ import { Client, unique } from '../api/api-helpers.js';
 import { Service, startService } from '../support/service.js';
 import { startWorker, killAllWorkers } from '../support/worker.js';
 import { waitFor } from '../support/wait-for.js';
+import { metric } from '../support/metrics.js';
 
-function metric(text: string, name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const body = match[2] ?? '';
-    if (Object.entries(labels).every(([k, v]) => body.includes(`${k}="${v}"`))) total += Number(match[3]);
-  }
-  return total;
-}
 const scrape = async (service: Service) => {
   const text = await (await fetch(`${service.url}/metrics`)).text();
   return {

@@ -10,20 +10,9 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { Client, issueTokens, unique } from '../api/api-helpers.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { metric } from '../support/metrics.js';
 
 const POLL = 'mutation($input: PollWorkInput!) { pollWork(input: $input) { kind ref } }';
-
-function metric(text: string, name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const body = match[2] ?? '';
-    if (Object.entries(labels).every(([k, v]) => body.includes(`${k}="${v}"`))) total += Number(match[3]);
-  }
-  return total;
-}
 
 const scrape = async (service: Service) => {
   const text = await (await fetch(`${service.url}/metrics`)).text();

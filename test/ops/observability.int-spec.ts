@@ -4,22 +4,10 @@ import { startServices } from '../api/api-helpers.js';
 import { Service } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
+import { metric as metricOr } from '../support/metrics.js';
 
-/** `name{labels} value` lines of a Prometheus scrape, summed over the series that carry every given label. */
-function metric(text: string, name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  let found = false;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const body = match[2] ?? '';
-    if (!Object.entries(labels).every(([k, v]) => body.includes(`${k}="${v}"`))) continue;
-    found = true;
-    total += Number(match[3]);
-  }
-  return found ? total : NaN;
-}
+/** `name{labels} value` lines of a Prometheus scrape, summed over the series that carry every given label (NaN: none). */
+const metric = (text: string, name: string, labels: Record<string, string> = {}): number => metricOr(text, name, labels, NaN);
 
 const DISPATCH = 'mutation($input: DispatchWorkflowInput!) { dispatchWorkflow(input: $input) { id } }';
 
