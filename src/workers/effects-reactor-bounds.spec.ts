@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { reactorOnTempStore, reactorSpecHooks, until } from '../../test/support/effects-reactor.js';
+import { callId } from '../protocol/decision-commands.js';
 import { scopeOf } from '../workflows/pending-children.js';
 
 describe('EffectsReactor: bounds per app', () => {
@@ -99,9 +100,12 @@ describe('EffectsReactor: bounds per app', () => {
     const head = (await store.headPosition())!;
     reactor.onApplicationBootstrap();
     await until(() => reactor.appsOverBound === 1 && carriedOut.includes('c-0'), 'busy past its bound, calm carried out');
-    const unknown = '0190b0c0-0000-7000-8000-000000000000';
+    // An id of the kind children get (derived: UUID version 8), which no workflow has.
+    const unknown = callId('0190b0c0-0000-7000-8000-000000000000', 0);
     // Another app, all of whose events were taken: an unknown id is answered at once, not looked up again.
     expect(await children.waitFor(unknown, head, 5_000, scopeOf('calm', 'prod'))).toBe(false);
+    // In busy, an id no child can have (a workflow dispatched through the API: version 7) is answered at once too.
+    expect(await children.waitFor('0190b0c0-0000-7000-8000-000000000001', head, 5_000, scopeOf('busy', 'prod'))).toBe(false);
     // In busy, events up to the head are still to be taken: a lookup waits for them.
     let answered: boolean | undefined;
     const lookup = children.waitFor(unknown, head, 10_000, scopeOf('busy', 'prod')).then((again) => (answered = again));
