@@ -81,6 +81,11 @@ export class PendingChildren {
    * another app's token was held until that app's child was created, which told it the id was one).
    */
   async waitFor(childId: string, at: bigint, timeoutMs: number, scope: string): Promise<boolean> {
+    // Only an id of the kind children get (`callId`: UUID version 8) may be one: a workflow
+    // dispatched through the API (version 7) or any other id is answered at once, whatever the
+    // reactor is doing (a miss on a deleted or mistyped workflow waited for a lagging reactor, and
+    // in an app over the reactor's bound, for its backlog).
+    if (!isDerivedId(childId)) return false;
     const deadline = Date.now() + timeoutMs;
     if (this.read < at) {
       let reader!: { at: bigint; wake: () => void };
@@ -93,10 +98,7 @@ export class PendingChildren {
     }
     let lagged = false;
     const appId = appOf(scope);
-    // Only an id of the derived kind children get (`callId`: UUID version 8) may be one in the
-    // events still to be taken: a workflow dispatched through the API (version 7) or any other id
-    // is answered at once, as elsewhere (found in review: every miss in a backed-up app waited).
-    if (!this.pending.has(childId) && isDerivedId(childId) && !this.takenUpTo(appId, at)) {
+    if (!this.pending.has(childId) && !this.takenUpTo(appId, at)) {
       lagged = true;
       let reader!: { at: bigint; wake: () => void };
       let readers = this.behindReaders.get(appId);
