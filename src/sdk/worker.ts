@@ -576,19 +576,13 @@ export class Worker {
    * its own slots, and what does not fit waits, heartbeated.
    */
   private olderService(error: unknown): boolean {
-    if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;
-    const field = String(error.extensions.field ?? '');
-    if (!/(^|\.)max(Decisions|Tasks)$/.test(field) && !/"max(Decisions|Tasks)" is not defined/.test(error.message)) return false;
-    // A request sent with the fields before another's refusal switched them off is sent again too.
-    if (this.perKindCaps) {
-      if (this.perKindCapsFrom === 0) {
-        this.logger.warn(
-          '[baton worker] the service does not know maxDecisions/maxTasks (it is older than this worker): polls and claims ask for maxItems alone, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)',
-        );
-      }
-      this.perKindCapsFrom = Date.now() + 5 * 60_000;
-    }
-    return true;
+    return this.olderRefusing(
+      error,
+      /(^|\.)max(Decisions|Tasks)$/,
+      /"max(Decisions|Tasks)" is not defined/,
+      'perKindCapsFrom',
+      '[baton worker] the service does not know maxDecisions/maxTasks (it is older than this worker): polls and claims ask for maxItems alone, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)',
+    );
   }
 
   /**
@@ -596,17 +590,13 @@ export class Worker {
    * five minutes at a time, and a poll whose answer is lost leaves its claims to lapse, as before.
    */
   private olderPollService(error: unknown): boolean {
-    if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;
-    if (!/"pollId" is not defined/.test(error.message)) return false;
-    if (Date.now() >= this.pollIdsFrom) {
-      if (this.pollIdsFrom === 0) {
-        this.logger.warn(
-          '[baton worker] the service does not know pollId (it is older than this worker): a poll whose answer is lost leaves what it claimed to lapse, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)',
-        );
-      }
-      this.pollIdsFrom = Date.now() + 5 * 60_000;
-    }
-    return true;
+    return this.olderRefusing(
+      error,
+      null,
+      /"pollId" is not defined/,
+      'pollIdsFrom',
+      '[baton worker] the service does not know pollId (it is older than this worker): a poll whose answer is lost leaves what it claimed to lapse, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)',
+    );
   }
 
   /**
@@ -616,14 +606,27 @@ export class Worker {
    * comes with polls.
    */
   private olderClaimService(error: unknown): boolean {
+    return this.olderRefusing(
+      error,
+      /(^|\.)claim\.(pollId|fillDecisions|fillTasks)$/,
+      /"(pollId|fillDecisions|fillTasks)" is not defined by type "EagerClaimInput"/,
+      'claimIdsFrom',
+      "[baton worker] the service does not know a report claim's pollId (it is older than this worker): reports claim only what their outcomes make claimable, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)",
+    );
+  }
+
+  /**
+   * Whether `error` is an older service's refusal of fields this worker sends (`BAD_USER_INPUT`
+   * naming one in `field`, or saying it is not defined): the requests leave them out until `off`
+   * (five minutes from now, again at each refusal after that), warning once. A request sent with
+   * the fields before another's refusal switched them off is sent again too (true).
+   */
+  private olderRefusing(error: unknown, field: RegExp | null, message: RegExp, off: 'perKindCapsFrom' | 'pollIdsFrom' | 'claimIdsFrom', warning: string): boolean {
     if (!(error instanceof BatonRequestError) || error.code !== 'BAD_USER_INPUT') return false;
-    const field = String(error.extensions.field ?? '');
-    if (!/(^|\.)claim\.(pollId|fillDecisions|fillTasks)$/.test(field) && !/"(pollId|fillDecisions|fillTasks)" is not defined by type "EagerClaimInput"/.test(error.message)) return false;
-    if (Date.now() >= this.claimIdsFrom) {
-      if (this.claimIdsFrom === 0) {
-        this.logger.warn('[baton worker] the service does not know a report claim\'s pollId (it is older than this worker): reports claim only what their outcomes make claimable, as before; upgrade the service (docs/OPERATIONS.md, Upgrades)');
-      }
-      this.claimIdsFrom = Date.now() + 5 * 60_000;
+    if (!(field?.test(String(error.extensions.field ?? '')) ?? false) && !message.test(error.message)) return false;
+    if (Date.now() >= this[off]) {
+      if (this[off] === 0) this.logger.warn(warning);
+      this[off] = Date.now() + 5 * 60_000;
     }
     return true;
   }

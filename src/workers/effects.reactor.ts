@@ -120,8 +120,6 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
   /** Apps past `maxHeldPerApp`, and the smallest of their `from` (the checkpoint stays before it). */
   private readonly overflow = new Map<string, Overflow>();
   private overflowFrom: bigint | undefined;
-  /** The apps last told to `PendingChildren` as past their bound. */
-  private reportedBehind = new Set<string>();
   /** A refill stopped for lack of room (`refillRoom`) since room was last found. */
   private wasFull = false;
   /** Events read again from the log for apps past their bound (for tests). */
@@ -292,6 +290,7 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       if (this.stopped) return;
       // No await since `upTo` was read: the app's next event comes through the subscription, held as usual.
       this.overflow.delete(app);
+      this.children.appBehind(app, undefined);
       this.overflowChanged();
       this.advance();
     } catch (error) {
@@ -340,8 +339,6 @@ export class EffectsReactor implements OnApplicationBootstrap, OnApplicationShut
       // Lookups in the app wait for its children announced by the events passed over.
       this.children.appBehind(app, over.from);
     }
-    for (const app of this.reportedBehind) if (!this.overflow.has(app)) this.children.appBehind(app, undefined);
-    this.reportedBehind = new Set(this.overflow.keys());
     this.overflowFrom = from;
   }
 

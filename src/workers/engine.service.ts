@@ -633,22 +633,13 @@ export class EngineService {
     const claim = input.claim;
     if (!claim?.pollId) return [];
     if (resent) await this.fence.upToHead();
-    const as: FromWorker<PollWorkInput> = { appId: input.appId, environment: input.environment, workerId: input.workerId, tokenId: input.tokenId, workflows: claim.workflows, tasks: claim.tasks };
-    return this.claimsOfPoll(as, claim.pollId, policiesOf(claim.tasks), this.answerBudget());
+    return this.claimsOfPoll(claimant(input, claim), claim.pollId, policiesOf(claim.tasks), this.answerBudget());
   }
 
   private eagerClaims(input: FromWorker<ReportWorkInput>): EagerClaims | undefined {
     const claim = input.claim;
     if (!claim || claim.maxItems <= 0) return undefined;
-    const as: FromWorker<PollWorkInput> = {
-      appId: input.appId,
-      environment: input.environment,
-      workerId: input.workerId,
-      tokenId: input.tokenId,
-      workflows: claim.workflows,
-      tasks: claim.tasks,
-      ...(claim.pollId ? { pollId: claim.pollId } : {}),
-    };
+    const as = claimant(input, claim);
     const policies = policiesOf(claim.tasks);
     const claims: Array<Promise<WorkItem | null>> = [];
     const later = new Map<string, Candidate>();
@@ -984,6 +975,12 @@ function withinBudget(text: string, cost: number, from: bigint, to: bigint, budg
   if (cost > budget.left) return { text: '[]', from: to + 1n };
   budget.left -= cost;
   return { text, from };
+}
+
+/** A report's eager claim as a poll of the reporting worker would make it (its names, its claim's `pollId`). */
+function claimant(input: FromWorker<ReportWorkInput>, claim: NonNullable<ReportWorkInput['claim']>): FromWorker<PollWorkInput> {
+  const { appId, environment, workerId, tokenId } = input;
+  return { appId, environment, workerId, tokenId, workflows: claim.workflows, tasks: claim.tasks, ...(claim.pollId ? { pollId: claim.pollId } : {}) };
 }
 
 /** Retry policies and timeouts by task name, as a worker declares its tasks. */
