@@ -4,6 +4,7 @@ import { Service, startService } from '../support/service.js';
 import { FixtureWorker, killAllWorkers, startWorker } from '../support/worker.js';
 import { waitFor } from '../support/wait-for.js';
 import { hasChromium, launchChromium } from '../support/chromium.js';
+import { sendInOrder } from '../engine/engine-helpers.js';
 
 /**
  * Review of the dashboard at the edges: what /ui/assets answers for names that are not the
@@ -314,11 +315,7 @@ describe('the dashboard at its edges', () => {
     await waitFor(async () => (await historyOf()).some((e) => e.type === 'DecisionCompleted'), { timeoutMs: 20_000, description: "the collector's first decision" });
     const paused = await service.gql('mutation { pauseWorkflows(input: { appId: "demo", environment: "review", selector: { id: "' + id + '" } }) { changed } }');
     expect(paused.body.data.pauseWorkflows.changed).toBe(1);
-    for (let from = 0; from < 1002; from += 200) {
-      const fields = Array.from({ length: Math.min(200, 1002 - from) }, (_, j) => `e${j}: sendEventToWorkflows(input: { appId: "demo", environment: "review", selector: { id: "${id}" }, name: "item", data: "[${from + j}]" }) { changed }`);
-      const sent = await service.gql(`mutation { ${fields.join(' ')} }`);
-      expect(sent.body.errors).toBeUndefined();
-    }
+    await sendInOrder(service, ENV, id, 0, 1002, { name: 'item' });
     const resumed = await service.gql('mutation { resumeWorkflows(input: { appId: "demo", environment: "review", selector: { id: "' + id + '" } }) { changed } }');
     expect(resumed.body.data.resumeWorkflows.changed).toBe(1);
     await waitFor(async () => (await service.gql('query($id: ID!) { workflow(appId: "demo", environment: "review", id: $id) { state } }', { id })).body.data.workflow.state === 'COMPLETED', {

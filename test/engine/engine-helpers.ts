@@ -167,3 +167,28 @@ export function describeHistory(events: HistoryEntry[]): string {
 
 /** The port the service listens on (to restart it on the same address). */
 export const portOf = (service: Service): string => new URL(service.url).port;
+
+/**
+ * `count` events `name` to workflow `id` of app `demo` in `environment` (data `[from + i]`, or
+ * `[from + i, pad]`), `perRequest` aliased sends a request, in order. Every request must answer
+ * without errors; with `everyChanged`, every send must have recorded the event (received or kept back).
+ */
+export async function sendInOrder(
+  service: Service,
+  environment: string,
+  id: string,
+  from: number,
+  count: number,
+  { name = 'update', pad = '', perRequest = 200, everyChanged = false }: { name?: string; pad?: string; perRequest?: number; everyChanged?: boolean } = {},
+): Promise<void> {
+  for (let i = 0; i < count; i += perRequest) {
+    const n = Math.min(perRequest, count - i);
+    const fields = Array.from({ length: n }, (_, j) => {
+      const data = JSON.stringify(JSON.stringify(pad === '' ? [from + i + j] : [from + i + j, pad]));
+      return `e${j}: sendEventToWorkflows(input: { appId: "demo", environment: "${environment}", selector: { id: "${id}" }, name: "${name}", data: ${data} }) { changed }`;
+    });
+    const r = await service.gql<Record<string, { changed: number }>>(`mutation { ${fields.join('\n')} }`);
+    if (r.body.errors !== undefined) throw new Error(`sends ${from + i}-${from + i + n - 1}: ${JSON.stringify(r.body.errors).slice(0, 1000)}`);
+    if (everyChanged && !Object.values(r.body.data!).every((x) => x.changed === 1)) throw new Error(`sends ${from + i}-${from + i + n - 1}: not every one recorded`);
+  }
+}

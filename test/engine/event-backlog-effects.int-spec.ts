@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EVENTS_PER_DECISION } from '../../src/workflows/domain/workflow.decider.js';
 import { Service, freshStoreUrl, startService } from '../support/service.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
-import { Engine, HistoryEntry } from './engine-helpers.js';
+import { Engine, HistoryEntry, sendInOrder } from './engine-helpers.js';
 
 const ENV = 'backlog-effects';
 const MODULE = 'dist/test/support/fixtures/backlog-effects.js';
@@ -29,17 +29,7 @@ afterAll(async () => {
 });
 
 /** `count` `update` events (data `[from + i, pad]`) to workflow `id`, `perRequest` aliased sends a request, in order. */
-async function sendMany(id: string, from: number, count: number, pad = '', perRequest = 200): Promise<void> {
-  for (let i = 0; i < count; i += perRequest) {
-    const n = Math.min(perRequest, count - i);
-    const fields = Array.from({ length: n }, (_, j) => {
-      const data = JSON.stringify(JSON.stringify(pad === '' ? [from + i + j] : [from + i + j, pad]));
-      return `e${j}: sendEventToWorkflows(input: { appId: "demo", environment: "${ENV}", selector: { id: "${id}" }, name: "update", data: ${data} }) { changed }`;
-    });
-    const r = await service.gql<Record<string, { changed: number }>>(`mutation { ${fields.join('\n')} }`);
-    expect(r.body.errors).toBeUndefined();
-  }
-}
+const sendMany = (id: string, from: number, count: number, pad = '', perRequest = 200) => sendInOrder(service, ENV, id, from, count, { pad, perRequest });
 
 const count = (events: HistoryEntry[], type: string) => events.filter((e) => e.type === type).length;
 const releases = (events: HistoryEntry[]) => events.filter((e) => e.type === 'WorkflowEventReceived' && e.data.queuedAt !== undefined).length;

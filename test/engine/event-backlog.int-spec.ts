@@ -13,7 +13,7 @@ import { EVENTS_PER_DECISION } from '../../src/workflows/domain/workflow.decider
 import { ROOT, Service, freshStoreUrl, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, startWorker } from '../support/worker.js';
-import { Engine, HistoryEntry } from './engine-helpers.js';
+import { Engine, HistoryEntry, sendInOrder } from './engine-helpers.js';
 
 const ENV = 'event-backlog';
 const MODULE = 'dist/test/support/fixtures/events-controls.js';
@@ -35,19 +35,8 @@ afterAll(async () => {
   await service?.stop();
 });
 
-/** `count` `update` events (data `[from + i]`) to workflow `id`, 200 aliased sends a request, in order. */
-async function sendMany(id: string, from: number, count: number, to: Service = service): Promise<void> {
-  for (let i = 0; i < count; i += 200) {
-    const n = Math.min(200, count - i);
-    const fields = Array.from(
-      { length: n },
-      (_, j) => `e${j}: sendEventToWorkflows(input: { appId: "demo", environment: "${ENV}", selector: { id: "${id}" }, name: "update", data: "[${from + i + j}]" }) { changed }`,
-    );
-    const r = await to.gql<Record<string, { changed: number }>>(`mutation { ${fields.join('\n')} }`);
-    expect(r.body.errors).toBeUndefined();
-    expect(Object.values(r.body.data!).every((x) => x.changed === 1)).toBe(true);
-  }
-}
+/** `count` `update` events (data `[from + i]`) to workflow `id`, 200 aliased sends a request, in order, each recorded. */
+const sendMany = (id: string, from: number, count: number, to: Service = service) => sendInOrder(to, ENV, id, from, count, { everyChanged: true });
 
 const count = (events: HistoryEntry[], type: string) => events.filter((e) => e.type === type).length;
 
