@@ -1,11 +1,30 @@
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 
 /*
  * A fake EventStoreDB network peer: a gRPC server speaking the client's own protocol (the
- * generated service definitions `@eventstore/db-client` ships), over an in-memory log. Enough of
- * the server for what a spec needs to show without a real one: the server-features probe, appends
- * (the Append and BatchAppend RPCs), stream reads and tombstoned streams. A spec can hold the
- * answer to an append, and fail a connection's calls, as a network would.
+ * generated service definitions `@eventstore/db-client` ships), over an in-memory log. NOT
+ * EventStoreDB: a model of the parts of its gRPC Streams service the adapter uses, written from
+ * the server's source (EventStore/EventStore, src/EventStore.Core; paths cited below):
+ *
+ * - the server-features probe; appends (the Append and BatchAppend RPCs) with the server's
+ *   expected-version and idempotency rules (IndexWriter.CheckCommit);
+ * - stream reads forwards and backwards; a tombstoned stream's read fails StreamDeleted, a missing
+ *   or soft-deleted one answers StreamNotFound;
+ * - `$all` reads forwards (from a position, inclusive) and backwards (from a position, exclusive),
+ *   unfiltered and filtered (AllReader, Enumerator.ReadAll*);
+ * - `$all` subscriptions, filtered or not: confirmation, catch-up, checkpoints at the filter's
+ *   checkpoint interval, caught-up, then live events (Enumerator.AllSubscription[Filtered]);
+ * - Delete (soft: stream metadata `$tb` = max in `$$stream`) and Tombstone (hard: a
+ *   `$streamDeleted` event), with expected revisions (StorageWriterService, Streams.Delete);
+ * - system events in `$all`, as a real server has them: the server's own at the start of a
+ *   fresh log (`$settings`, users, `$$$stats-…` metadata, `$stats-…`), a `$statsCollected` every
+ *   `statsPeriodMs` if set, stream metadata and tombstones.
+ *
+ * A spec can hold the answer to an append, and fail a connection's calls, as a network would.
+ * Every record's log position is its predecessor's plus its size, as in a transaction file, so
+ * positions are far apart and not contiguous; an event's commit and prepare positions are equal
+ * (each event appended over gRPC is its own committed prepare record).
  */
 
 const require = createRequire(import.meta.url);
@@ -23,14 +42,30 @@ const { Empty } = require('google-protobuf/google/protobuf/empty_pb.js');
 
 type Expected = 'any' | 'no_stream' | 'stream_exists' | bigint;
 
-interface StoredEvent {
+/** EventNumber.DeletedStream (long.MaxValue): a tombstone's event number, and `$tb` of a soft-deleted stream. */
+const DELETED_STREAM = 9223372036854775807n;
+/** Enumerator.ReadBatchSize: a filter's default search window, so its checkpoint interval is this times the multiplier. */
+const READ_BATCH_SIZE = 32;
+/** The node name the server's stats stream carries (`$stats-<http endpoint>`). */
+const STATS_STREAM = '$stats-127.0.0.1:2113';
+
+export interface StoredEvent {
   id: string;
+  streamId: string;
   type: string;
   data: Uint8Array;
   metadata: Uint8Array;
+  isJson: boolean;
   revision: bigint;
+  /** Commit = prepare position in `$all`. */
   position: bigint;
+  /** The position just past this record (a backwards read from a position includes a record only if this is at or before it). */
+  postPosition: bigint;
+  /** .NET ticks since the epoch. */
+  created: bigint;
 }
+
+type Proposed = Pick<StoredEvent, 'id' | 'type' | 'data' | 'metadata'> & { isJson?: boolean };
 
 /** One append the fake received; `release` answers it when the spec held it. */
 export interface ReceivedAppend {
@@ -48,14 +83,34 @@ type Outcome =
   | { kind: 'deleted' }
   | { kind: 'too-large' };
 
+type Check =
+  | { decision: 'ok'; current: bigint; softDeleted: boolean }
+  | { decision: 'idempotent'; end: StoredEvent }
+  | { decision: 'wrong'; current: bigint }
+  | { decision: 'deleted' };
+
+interface LiveSubscriber {
+  deliver(event: StoredEvent): void;
+}
+
 export class FakeEsdb {
+  /** Every stream's events by revision (a tombstone's `$streamDeleted` is in the log only). */
   readonly streams = new Map<string, StoredEvent[]>();
+  /** Hard-deleted streams (a spec may add one directly: another instance's retention). */
   readonly tombstoned = new Set<string>();
+  /** `$all`, in position order. */
+  readonly log: StoredEvent[] = [];
   readonly received: ReceivedAppend[] = [];
   /** Decides whether to hold an append's answer; a held one waits for `release`. */
   hold: (append: ReceivedAppend) => boolean = () => false;
+  /** Every `$all` subscription currently open, and how many were ever opened. */
+  subscriptionsOpened = 0;
+  private readonly live = new Set<LiveSubscriber>();
   private readonly held: Array<{ append: ReceivedAppend; answer: () => void }> = [];
-  private nextPosition = 1000n;
+  /** Event ids written, for the server's idempotency check (its cache of committed events; unbounded here). */
+  private readonly committed = new Map<string, StoredEvent>();
+  private nextPosition = 0n;
+  private statsTimer: NodeJS.Timeout | undefined;
   /**
    * The server's MaxAppendSize (its default, 1 MiB): an append whose events' type, data and
    * metadata come to more is refused whole (the server's rule counts a little more per event).
@@ -64,9 +119,18 @@ export class FakeEsdb {
   private server: any;
   port = 0;
 
-  static async start(): Promise<FakeEsdb> {
+  /**
+   * `statsPeriodMs`: write a `$statsCollected` event that often (the server's StatsPeriodSec,
+   * 30 s by default), so `$all` ends in system events between the caller's own.
+   */
+  static async start(options: { port?: number; statsPeriodMs?: number } = {}): Promise<FakeEsdb> {
     const fake = new FakeEsdb();
-    await fake.listen();
+    fake.seedSystemEvents();
+    await fake.listen(options.port ?? 0);
+    if (options.statsPeriodMs) {
+      fake.statsTimer = setInterval(() => fake.writeStats(), options.statsPeriodMs);
+      fake.statsTimer.unref();
+    }
     return fake;
   }
 
@@ -84,11 +148,157 @@ export class FakeEsdb {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.statsTimer);
     await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
     this.server.forceShutdown();
   }
 
-  private async listen(): Promise<void> {
+  /** Writes one system event (type and stream as the caller says), as the server writes its own. */
+  writeSystemEvent(streamId: string, type: string, data: unknown = {}): StoredEvent {
+    const stream = this.streams.get(streamId) ?? [];
+    this.streams.set(streamId, stream);
+    const [event] = this.write(streamId, BigInt(stream.length), [{ id: randomUUID(), type, data: json(data), metadata: new Uint8Array(), isJson: true }]);
+    stream.push(event);
+    return event;
+  }
+
+  /** The server's periodic stats event (MonitoringService: `$statsCollected` in `$stats-<node>`). */
+  writeStats(): StoredEvent {
+    return this.writeSystemEvent(STATS_STREAM, '$statsCollected', { 'proc-id': process.pid, 'sys-freeMem': 1 << 30 });
+  }
+
+  /**
+   * What a fresh node writes before any client does (the default admin and ops users, the default
+   * ACL settings, the stats stream's max age and a first stats event).
+   */
+  private seedSystemEvents(): void {
+    this.writeSystemEvent('$user-admin', '$User', { loginName: 'admin', fullName: 'Event Store Administrator', groups: ['$admins'] });
+    this.writeSystemEvent('$users', '$UserCreated', 'admin');
+    this.writeSystemEvent('$user-ops', '$User', { loginName: 'ops', fullName: 'Event Store Operations', groups: ['$ops'] });
+    this.writeSystemEvent('$users', '$UserCreated', 'ops');
+    this.writeSystemEvent('$settings', '$settings', { $userStreamAcl: { $r: '$all', $w: '$all' }, $systemStreamAcl: { $r: '$admins' } });
+    this.writeSystemEvent(`$$${STATS_STREAM}`, '$metadata', { $maxAge: 86400 });
+    this.writeStats();
+  }
+
+  /** Puts records in the log at the next positions, and tells live subscriptions. */
+  private write(streamId: string, firstRevision: bigint, events: Proposed[]): StoredEvent[] {
+    const created = BigInt(Date.now()) * 10_000n;
+    const written = events.map((event, i) => {
+      // A prepare record's size: its fixed header, stream name, type, data and metadata.
+      const size = 90n + BigInt(Buffer.byteLength(streamId) + Buffer.byteLength(event.type) + event.data.length + event.metadata.length);
+      const position = this.nextPosition;
+      this.nextPosition += size;
+      const stored: StoredEvent = {
+        ...event,
+        isJson: event.isJson ?? true,
+        streamId,
+        revision: firstRevision === DELETED_STREAM ? DELETED_STREAM : firstRevision + BigInt(i),
+        position,
+        postPosition: this.nextPosition,
+        created,
+      };
+      this.log.push(stored);
+      this.committed.set(stored.id, stored);
+      return stored;
+    });
+    for (const subscriber of [...this.live]) for (const event of written) subscriber.deliver(event);
+    return written;
+  }
+
+  /** `$tb` of the stream's latest metadata, if any. */
+  private truncateBefore(streamId: string): bigint | undefined {
+    const meta = this.streams.get(`$$${streamId}`);
+    const last = meta?.[meta.length - 1];
+    if (!last) return undefined;
+    // Read as text: `$tb` of a deleted stream (long.MaxValue) is past a double's precision.
+    const tb = /"\$tb"\s*:\s*(\d+)/.exec(Buffer.from(last.data).toString('utf8'))?.[1];
+    return tb === undefined ? undefined : BigInt(tb);
+  }
+
+  private softDeleted(streamId: string): boolean {
+    return this.truncateBefore(streamId) === DELETED_STREAM;
+  }
+
+  private lastRevision(streamId: string): bigint {
+    return BigInt((this.streams.get(streamId)?.length ?? 0) - 1);
+  }
+
+  /**
+   * The server's commit check (IndexWriter.CheckCommit): expected version, soft-deleted streams,
+   * and idempotency. With `any` / `stream_exists`, a write whose first event id is already in
+   * the stream is a retry if all its ids are (answered as the first write was), and a conflict if
+   * only some are; with an exact revision or `no_stream` below the current one, a retry if the
+   * events from the revision after it have the same ids.
+   */
+  private check(streamId: string, expected: Expected, ids: string[]): Check {
+    if (this.tombstoned.has(streamId)) return { decision: 'deleted' };
+    const current = this.lastRevision(streamId);
+    const softDeleted = this.softDeleted(streamId);
+    if (expected === 'stream_exists') {
+      if (softDeleted) return { decision: 'deleted' };
+      if (current < 0n && !this.streams.get(`$$${streamId}`)?.length) return { decision: 'wrong', current };
+    }
+    if (expected === 'any' || expected === 'stream_exists') {
+      let end: StoredEvent | undefined;
+      for (const [i, id] of ids.entries()) {
+        const stored = this.committed.get(id);
+        if (!stored || stored.streamId !== streamId) return i === 0 ? { decision: 'ok', current, softDeleted } : { decision: 'wrong', current };
+        end = stored;
+      }
+      return end ? { decision: 'idempotent', end } : { decision: 'ok', current, softDeleted };
+    }
+    const version = expected === 'no_stream' ? -1n : expected;
+    if (version < current) {
+      const stream = this.streams.get(streamId)!;
+      let revision = version;
+      for (const id of ids) {
+        revision += 1n;
+        if (stream[Number(revision)]?.id === id) continue;
+        // CorruptedIdempotency (part of the write matches) is answered as WrongExpectedVersion.
+        if (revision !== version + 1n) return { decision: 'wrong', current };
+        if (expected === 'no_stream' && softDeleted) return { decision: 'ok', current, softDeleted };
+        return { decision: 'wrong', current };
+      }
+      return { decision: 'idempotent', end: stream[Number(revision)] };
+    }
+    if (version > current) return { decision: 'wrong', current };
+    return { decision: 'ok', current, softDeleted };
+  }
+
+  /** What the server decides for an append, and does. */
+  private decide(streamId: string, expected: Expected, events: Proposed[]): Outcome {
+    const size = events.reduce((sum, e) => sum + Buffer.byteLength(e.type) + e.data.length + e.metadata.length, 0);
+    if (size > this.maxAppendSize) return { kind: 'too-large' };
+    const check = this.check(streamId, expected, events.map((e) => e.id));
+    if (check.decision === 'deleted') return { kind: 'deleted' };
+    if (check.decision === 'wrong') return { kind: 'wrong', current: check.current < 0n ? 'no_stream' : check.current, expected };
+    // An idempotent write is answered with the revision and log position of its last event
+    // (StorageMessage.AlreadyCommitted -> RequestManagerBase.ReturnCommitAt).
+    if (check.decision === 'idempotent') return { kind: 'success', revision: check.end.revision, position: check.end.position };
+    const stream = this.streams.get(streamId) ?? [];
+    this.streams.set(streamId, stream);
+    const written = this.write(streamId, BigInt(stream.length), events);
+    stream.push(...written);
+    // Appending to a soft-deleted stream undeletes it: its metadata's `$tb` becomes the first new
+    // revision, so the old events stay hidden (StorageWriterService.SoftUndeleteStream).
+    if (check.softDeleted) this.writeMetadata(streamId, check.current + 1n);
+    const last = written[written.length - 1];
+    return { kind: 'success', revision: last.revision, position: last.position };
+  }
+
+  /** Stream metadata with only `$tb` (StreamMetadata.ToJsonBytes writes it as a JSON number). */
+  private writeMetadata(streamId: string, truncateBefore: bigint): StoredEvent {
+    const metaStream = `$$${streamId}`;
+    const stream = this.streams.get(metaStream) ?? [];
+    this.streams.set(metaStream, stream);
+    const data = new Uint8Array(Buffer.from(`{"$tb":${truncateBefore}}`, 'utf8'));
+    const [event] = this.write(metaStream, BigInt(stream.length), [{ id: randomUUID(), type: '$metadata', data, metadata: new Uint8Array(), isJson: true }]);
+    stream.push(event);
+    return event;
+  }
+
+  private async listen(port: number): Promise<void> {
     this.server = new grpc.Server();
     this.server.addService(featuresGrpc.ServerFeaturesService, {
       getSupportedMethods: (_call: unknown, callback: (error: unknown, value: unknown) => void) => {
@@ -108,36 +318,14 @@ export class FakeEsdb {
       read: (call: any) => this.read(call),
       append: (call: any, callback: any) => this.appendRpc(call, callback),
       batchAppend: (call: any) => this.batchAppendRpc(call),
-      delete: (_call: any, callback: any) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not in the fake' }),
-      tombstone: (_call: any, callback: any) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not in the fake' }),
+      delete: (call: any, callback: any) => this.deleteRpc(call, callback, false),
+      tombstone: (call: any, callback: any) => this.deleteRpc(call, callback, true),
     });
     this.port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error: Error | null, port: number) =>
-        error ? reject(error) : resolve(port),
+      this.server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error: Error | null, bound: number) =>
+        error ? reject(error) : resolve(bound),
       ),
     );
-  }
-
-  /** What the server decides for an append (EventStoreDB's rules, idempotence left out). */
-  private decide(streamId: string, expected: Expected, events: Array<Omit<StoredEvent, 'revision' | 'position'>>): Outcome {
-    const size = events.reduce((sum, e) => sum + Buffer.byteLength(e.type) + e.data.length + e.metadata.length, 0);
-    if (size > this.maxAppendSize) return { kind: 'too-large' };
-    if (this.tombstoned.has(streamId)) return { kind: 'deleted' };
-    const stream = this.streams.get(streamId) ?? [];
-    const current = stream.length === 0 ? 'no_stream' : BigInt(stream.length - 1);
-    const ok =
-      expected === 'any' ||
-      (expected === 'no_stream' && current === 'no_stream') ||
-      (expected === 'stream_exists' && current !== 'no_stream') ||
-      (typeof expected === 'bigint' && current === expected);
-    if (!ok) return { kind: 'wrong', current, expected };
-    for (const event of events) {
-      stream.push({ ...event, revision: BigInt(stream.length), position: this.nextPosition });
-      this.nextPosition += 100n;
-    }
-    this.streams.set(streamId, stream);
-    const last = stream[stream.length - 1];
-    return { kind: 'success', revision: last.revision, position: last.position };
   }
 
   private receive(append: ReceivedAppend, answer: () => void): void {
@@ -148,7 +336,7 @@ export class FakeEsdb {
 
   private appendRpc(call: any, callback: any): void {
     let options: any;
-    const events: Array<Omit<StoredEvent, 'revision' | 'position'>> = [];
+    const events: Proposed[] = [];
     let done = false;
     const finish = (error: unknown, value?: unknown) => {
       if (done) return;
@@ -186,10 +374,7 @@ export class FakeEsdb {
           return;
         }
         if (outcome.kind === 'deleted') {
-          const metadata = new grpc.Metadata();
-          metadata.set('exception', 'stream-deleted');
-          metadata.set('stream-name', streamId);
-          finish({ code: grpc.status.FAILED_PRECONDITION, details: `Event stream '${streamId}' is deleted.`, metadata });
+          finish(streamDeleted(streamId));
           return;
         }
         const resp = new streamsPb.AppendResp();
@@ -217,7 +402,7 @@ export class FakeEsdb {
   }
 
   private batchAppendRpc(call: any): void {
-    const pending = new Map<string, { options: any; events: Array<Omit<StoredEvent, 'revision' | 'position'>> }>();
+    const pending = new Map<string, { options: any; events: Proposed[] }>();
     let open = true;
     call.on('cancelled', () => (open = false));
     call.on('error', () => (open = false));
@@ -298,24 +483,78 @@ export class FakeEsdb {
     });
   }
 
-  /** Stream reads (forwards or backwards, from a revision, up to a count); `$all` reads answer nothing. */
+  /**
+   * Delete (soft) and Tombstone (hard), after the same commit check as an append
+   * (StorageWriterService's DeleteStream handler; errors as Streams.Delete.cs raises them). A soft
+   * delete writes `{"$tb": max}` to the stream's metadata stream, and fails WrongExpectedVersion
+   * when neither the stream nor its metadata exist; a tombstone writes a `$streamDeleted` event
+   * numbered max into the stream itself, after which the name cannot be used again.
+   */
+  private deleteRpc(call: any, callback: any, hard: boolean): void {
+    const options = call.request.getOptions();
+    const streamId = Buffer.from(options.getStreamIdentifier().getStreamName()).toString('utf8');
+    const expected: Expected = options.hasRevision()
+      ? BigInt(options.getRevision())
+      : options.hasNoStream()
+        ? 'no_stream'
+        : options.hasStreamExists?.()
+          ? 'stream_exists'
+          : 'any';
+    const expectedVersion = expected === 'any' ? -2n : expected === 'no_stream' ? -1n : expected === 'stream_exists' ? -4n : expected;
+    const wrong = (current: bigint | undefined) => {
+      const metadata = new grpc.Metadata();
+      metadata.set('exception', 'wrong-expected-version');
+      metadata.set('stream-name', streamId);
+      metadata.set('expected-version', expectedVersion.toString());
+      metadata.set('actual-version', current === undefined ? '' : current.toString());
+      return {
+        code: grpc.status.FAILED_PRECONDITION,
+        details: `Delete failed due to WrongExpectedVersion. Stream: ${streamId}, Expected version: ${expectedVersion}, Actual version: ${current ?? ''}`,
+        metadata,
+      };
+    };
+    const check = this.check(streamId, expected, [randomUUID()]);
+    if (check.decision === 'deleted') return callback(streamDeleted(streamId));
+    if (check.decision === 'wrong') return callback(wrong(check.current));
+    let written: StoredEvent;
+    if (hard) {
+      [written] = this.write(streamId, DELETED_STREAM, [{ id: randomUUID(), type: '$streamDeleted', data: new Uint8Array(), metadata: new Uint8Array(), isJson: false }]);
+      this.tombstoned.add(streamId);
+    } else {
+      if (this.lastRevision(streamId) < 0n && !this.streams.get(`$$${streamId}`)?.length) return callback(wrong(-1n));
+      written = this.writeMetadata(streamId, DELETED_STREAM);
+    }
+    const position = new (hard ? streamsPb.TombstoneResp : streamsPb.DeleteResp).Position();
+    position.setCommitPosition(written.position.toString());
+    position.setPreparePosition(written.position.toString());
+    const resp = new (hard ? streamsPb.TombstoneResp : streamsPb.DeleteResp)();
+    resp.setPosition(position);
+    callback(null, resp);
+  }
+
   private read(call: any): void {
     const options = call.request.getOptions();
-    if (!options.hasStream()) {
-      call.end();
+    if (options.hasSubscription()) {
+      if (!options.hasAll()) return call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'stream subscriptions are not in the fake' });
+      this.subscribeToAll(call, options);
       return;
     }
+    if (options.hasAll()) this.readAll(call, options);
+    else this.readStream(call, options);
+  }
+
+  /** Stream reads (forwards or backwards, from a revision inclusive, up to a count). */
+  private readStream(call: any, options: any): void {
     const streamOptions = options.getStream();
     const streamId = Buffer.from(streamOptions.getStreamIdentifier().getStreamName()).toString('utf8');
     if (this.tombstoned.has(streamId)) {
-      const metadata = new grpc.Metadata();
-      metadata.set('exception', 'stream-deleted');
-      metadata.set('stream-name', streamId);
-      call.emit('error', Object.assign(new Error('deleted'), { code: grpc.status.FAILED_PRECONDITION, details: `Event stream '${streamId}' is deleted.`, metadata }));
+      call.emit('error', Object.assign(new Error('deleted'), streamDeleted(streamId)));
       return;
     }
-    const stream = this.streams.get(streamId);
-    if (!stream || stream.length === 0) {
+    // Events before `$tb` are gone to readers; a soft-deleted stream (`$tb` max) reads as missing.
+    const tb = this.truncateBefore(streamId) ?? 0n;
+    const stream = (this.streams.get(streamId) ?? []).filter((e) => e.revision >= tb);
+    if (stream.length === 0) {
       const resp = new streamsPb.ReadResp();
       const notFound = new streamsPb.ReadResp.StreamNotFound();
       notFound.setStreamIdentifier(streamOptions.getStreamIdentifier());
@@ -326,41 +565,164 @@ export class FakeEsdb {
     }
     const backwards = options.getReadDirection() === 1;
     const count = Number(BigInt(options.getCount()));
-    const last = BigInt(stream.length - 1);
+    const last = stream[stream.length - 1].revision;
     const from = streamOptions.hasRevision() ? BigInt(streamOptions.getRevision()) : streamOptions.hasEnd() ? last : 0n;
     const ordered = backwards ? stream.filter((e) => e.revision <= from).reverse() : stream.filter((e) => e.revision >= from);
-    for (const event of ordered.slice(0, count)) {
-      const recorded = new streamsPb.ReadResp.ReadEvent.RecordedEvent();
-      const id = new sharedPb.UUID();
-      id.setString(event.id);
-      recorded.setId(id);
-      const identifier = new sharedPb.StreamIdentifier();
-      identifier.setStreamName(Buffer.from(streamId, 'utf8'));
-      recorded.setStreamIdentifier(identifier);
-      recorded.setStreamRevision(event.revision.toString());
-      recorded.setCommitPosition(event.position.toString());
-      recorded.setPreparePosition(event.position.toString());
-      recorded.getMetadataMap().set('type', event.type);
-      recorded.getMetadataMap().set('content-type', 'application/json');
-      recorded.getMetadataMap().set('created', (BigInt(Date.now()) * 10_000n).toString());
-      recorded.setCustomMetadata(event.metadata);
-      recorded.setData(event.data);
-      const readEvent = new streamsPb.ReadResp.ReadEvent();
-      readEvent.setEvent(recorded);
-      readEvent.setCommitPosition(event.position.toString());
-      const resp = new streamsPb.ReadResp();
-      resp.setEvent(readEvent);
-      call.write(resp);
-    }
+    for (const event of ordered.slice(0, count)) call.write(readResp(event));
     call.end();
+  }
+
+  /**
+   * `$all` reads. Forwards from a position includes the record at it; backwards from a position
+   * includes only records that end at or before it, so not the one at it (AllReader's
+   * ReadAllEventsForwardInternal / ReadAllEventsBackwardInternal compare the prepare position,
+   * resp. the post-position, with the requested one). Start / end are the log's ends.
+   */
+  private readAll(call: any, options: any): void {
+    const all = options.getAll();
+    const backwards = options.getReadDirection() === 1;
+    const count = Number(BigInt(options.getCount()));
+    const filter = options.hasFilter() ? eventFilter(options.getFilter()) : () => true;
+    let events: StoredEvent[];
+    if (backwards) {
+      const from = all.hasPosition() ? BigInt(all.getPosition().getCommitPosition()) : all.hasStart() ? -1n : this.nextPosition;
+      events = this.log.filter((e) => e.postPosition <= from).reverse();
+    } else {
+      const from = all.hasPosition() ? BigInt(all.getPosition().getCommitPosition()) : all.hasEnd() ? this.nextPosition : 0n;
+      events = this.log.filter((e) => e.position >= from);
+    }
+    for (const event of events.filter(filter).slice(0, count)) call.write(readResp(event, true));
+    call.end();
+  }
+
+  /**
+   * A `$all` subscription as Enumerator.AllSubscription[Filtered] serves one: confirmation, then
+   * the events after the given position (all of them from start; none of the past from end), a
+   * checkpoint every `checkpointInterval` events considered (matching the filter or not) and one
+   * at the end of catch-up, `CaughtUp` (the server never sends `FellBehind` to clients), then live
+   * events (with the same checkpoints: SubscriptionsService counts every committed event). An
+   * unfiltered subscription gets no checkpoints.
+   */
+  private subscribeToAll(call: any, options: any): void {
+    this.subscriptionsOpened++;
+    const all = options.getAll();
+    const filtered = options.hasFilter();
+    const filter = filtered ? eventFilter(options.getFilter()) : () => true;
+    const interval = filtered
+      ? (options.getFilter().hasMax() ? options.getFilter().getMax() : READ_BATCH_SIZE) * options.getFilter().getCheckpointintervalmultiplier()
+      : Infinity;
+    const lastPosition = this.log[this.log.length - 1]?.position ?? -1n;
+    let checkpoint = all.hasPosition() ? BigInt(all.getPosition().getCommitPosition()) : all.hasEnd() ? lastPosition : -1n;
+    let considered = 0;
+    let open = true;
+    const send = (resp: any) => {
+      if (open) call.write(resp);
+    };
+    const sendCheckpoint = (position: bigint) => {
+      if (!filtered || position < 0n) return;
+      const resp = new streamsPb.ReadResp();
+      const cp = new streamsPb.ReadResp.Checkpoint();
+      cp.setCommitPosition(position.toString());
+      cp.setPreparePosition(position.toString());
+      resp.setCheckpoint(cp);
+      send(resp);
+    };
+    const consider = (event: StoredEvent) => {
+      if (event.position <= checkpoint) return;
+      if (filter(event)) send(readResp(event, true));
+      checkpoint = event.position;
+      if (++considered >= interval) {
+        considered = 0;
+        sendCheckpoint(checkpoint);
+      }
+    };
+    const confirmation = new streamsPb.ReadResp();
+    const confirmed = new streamsPb.ReadResp.SubscriptionConfirmation();
+    confirmed.setSubscriptionId(randomUUID());
+    confirmation.setConfirmation(confirmed);
+    send(confirmation);
+    if (checkpoint < lastPosition) {
+      for (const event of this.log.filter((e) => e.position > checkpoint)) consider(event);
+      sendCheckpoint(checkpoint);
+    }
+    const caughtUp = new streamsPb.ReadResp();
+    caughtUp.setCaughtUp(new streamsPb.ReadResp.CaughtUp());
+    send(caughtUp);
+    const subscriber: LiveSubscriber = { deliver: consider };
+    this.live.add(subscriber);
+    const end = () => {
+      open = false;
+      this.live.delete(subscriber);
+    };
+    call.on('cancelled', end);
+    call.on('error', end);
+    call.on('close', end);
+  }
+
+  /** Subscriptions to `$all` open now. */
+  get liveSubscriptions(): number {
+    return this.live.size;
   }
 }
 
-function proposed(message: any): Omit<StoredEvent, 'revision' | 'position'> {
+function streamDeleted(streamId: string) {
+  const metadata = new grpc.Metadata();
+  metadata.set('exception', 'stream-deleted');
+  metadata.set('stream-name', streamId);
+  return { code: grpc.status.FAILED_PRECONDITION, details: `Event stream '${streamId}' is deleted.`, metadata };
+}
+
+/**
+ * A read's filter (Streams.Read's ConvertToEventFilter): on the event type or the stream name,
+ * by regular expression or by prefixes.
+ */
+function eventFilter(options: any): (event: StoredEvent) => boolean {
+  const onType = options.hasEventType();
+  const expression = onType ? options.getEventType() : options.getStreamIdentifier();
+  const pick = (event: StoredEvent) => (onType ? event.type : event.streamId);
+  const regex = expression.getRegex();
+  if (regex) {
+    const compiled = new RegExp(regex);
+    return (event) => compiled.test(pick(event));
+  }
+  const prefixes: string[] = expression.getPrefixList();
+  return (event) => prefixes.some((prefix) => pick(event).startsWith(prefix));
+}
+
+function readResp(event: StoredEvent, withOriginalPosition = true): any {
+  const recorded = new streamsPb.ReadResp.ReadEvent.RecordedEvent();
+  const id = new sharedPb.UUID();
+  id.setString(event.id);
+  recorded.setId(id);
+  const identifier = new sharedPb.StreamIdentifier();
+  identifier.setStreamName(Buffer.from(event.streamId, 'utf8'));
+  recorded.setStreamIdentifier(identifier);
+  recorded.setStreamRevision(event.revision.toString());
+  recorded.setCommitPosition(event.position.toString());
+  recorded.setPreparePosition(event.position.toString());
+  recorded.getMetadataMap().set('type', event.type);
+  recorded.getMetadataMap().set('content-type', event.isJson ? 'application/json' : 'application/octet-stream');
+  recorded.getMetadataMap().set('created', event.created.toString());
+  recorded.setCustomMetadata(event.metadata);
+  recorded.setData(event.data);
+  const readEvent = new streamsPb.ReadResp.ReadEvent();
+  readEvent.setEvent(recorded);
+  if (withOriginalPosition) readEvent.setCommitPosition(event.position.toString());
+  const resp = new streamsPb.ReadResp();
+  resp.setEvent(readEvent);
+  return resp;
+}
+
+function json(value: unknown): Uint8Array {
+  return new Uint8Array(Buffer.from(JSON.stringify(value), 'utf8'));
+}
+
+function proposed(message: any): Proposed {
   return {
     id: message.getId().getString(),
     type: message.getMetadataMap().get('type'),
     data: message.getData_asU8(),
     metadata: message.getCustomMetadata_asU8(),
+    isJson: message.getMetadataMap().get('content-type') === 'application/json',
   };
 }
