@@ -1,5 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  BACKWARDS,
+  END,
+  EventStoreDBClient,
+  START,
+  StreamDeletedError,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  excludeSystemEvents,
+  jsonEvent,
+} from '@eventstore/db-client';
 import { StoreUnavailableError, WrongExpectedRevisionError } from '../../src/event-store/event-store.port.js';
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 import { StreamQueues } from '../../src/event-store/stream-queues.js';
@@ -177,5 +188,117 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
 
     expect(error).toBeInstanceOf(BatonError);
     expect((error as BatonError).code).not.toBe('STORE_UNAVAILABLE');
+  });
+});
+
+/*
+ * The fake's own behaviour, through the real client, where it models the server's (each case
+ * names the server code it follows): what the contract spec on the fake (esdb-fake-contract.int-spec.ts)
+ * relies on being like EventStoreDB.
+ */
+describe('the fake EventStoreDB server, through the real client', () => {
+  let client: EventStoreDBClient | undefined;
+  afterEach(async () => {
+    await client?.dispose();
+    client = undefined;
+  });
+  const json = (type = 'ThingHappened') => jsonEvent({ id: randomUUID(), type, data: { n: 1 } });
+  const drain = async <E>(read: AsyncIterable<E>): Promise<E[]> => {
+    const items: E[] = [];
+    for await (const item of read) items.push(item);
+    return items;
+  };
+
+  it("reads $all forwards from a position including its event, backwards excluding it (AllReader), with the server's own system events first", async () => {
+    fake = await FakeEsdb.start();
+    client = EventStoreDBClient.connectionString(fake.url);
+    const stream = `thing-${randomUUID()}`;
+    await client.appendToStream(stream, [json(), json(), json()]);
+    const ours = (await drain(client.readAll({ fromPosition: START }))).map((r) => r.event!);
+    expect(ours.slice(0, 3).every((e) => e.type.startsWith('$') && e.streamId.startsWith('$'))).toBe(true);
+    const mine = ours.filter((e) => e.streamId === stream);
+    expect(mine.map((e) => e.revision)).toEqual([0n, 1n, 2n]);
+    // Positions are log positions: far apart, commit == prepare.
+    expect(mine[1].position!.commit - mine[0].position!.commit).toBeGreaterThan(1n);
+    expect(mine.every((e) => e.position!.commit === e.position!.prepare)).toBe(true);
+
+    const forwards = await drain(client.readAll({ fromPosition: mine[1].position!, maxCount: 2 }));
+    expect(forwards.map((r) => r.event!.id)).toEqual([mine[1].id, mine[2].id]);
+    const backwards = await drain(client.readAll({ direction: BACKWARDS, fromPosition: mine[1].position!, maxCount: 1 }));
+    expect(backwards.map((r) => r.event!.id)).toEqual([mine[0].id]);
+    const last = await drain(client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }));
+    expect(last.map((r) => r.event!.id)).toEqual([mine[2].id]);
+    expect(await drain(client.readAll({ fromPosition: END }))).toEqual([]);
+  });
+
+  it('subscribes to $all: confirmation, catch-up after the position, a checkpoint every 32 x multiplier events considered, caught-up, then live (Enumerator.AllSubscriptionFiltered)', async () => {
+    fake = await FakeEsdb.start();
+    client = EventStoreDBClient.connectionString(fake.url);
+    const stream = `thing-${randomUUID()}`;
+    for (let i = 0; i < 10; i++) await client.appendToStream(stream, [json(), json(), json(), json(), json(), json(), json()]);
+    const from = (await drain(client.readStream(stream, { maxCount: 1 })))[0].event!.position!;
+    const checkpoints: bigint[] = [];
+    const seen: string[] = [];
+    const subscription = client.subscribeToAll({
+      fromPosition: from,
+      filter: excludeSystemEvents({ checkpointInterval: 1, checkpointReached: (_s, position) => void checkpoints.push(position.commit) }),
+    });
+    let caughtUp = false;
+    subscription.on('caughtUp', () => (caughtUp = true));
+    subscription.on('data', (resolved: { event?: { id: string } }) => void seen.push(resolved.event!.id));
+    await waitFor(() => caughtUp && seen.length === 69, { description: 'catch-up of the 69 events after the first' });
+    // 69 considered (nothing else since the seeds): two at the interval, one at the end of catch-up.
+    expect(checkpoints).toHaveLength(3);
+    await client.appendToStream(stream, [json()]);
+    await waitFor(() => seen.length === 70, { description: 'the live event' });
+    await subscription.unsubscribe();
+    const all = (await drain(client.readStream(stream))).map((r) => r.event!.id);
+    expect(seen).toEqual(all.slice(1));
+  });
+
+  it('soft-deletes a stream (metadata $tb = max): reads as missing, an append with no_stream undeletes it at the next revision (StorageWriterService)', async () => {
+    fake = await FakeEsdb.start();
+    client = EventStoreDBClient.connectionString(fake.url);
+    const stream = `thing-${randomUUID()}`;
+    await client.appendToStream(stream, [json(), json()]);
+    await expect(client.deleteStream(stream, { expectedRevision: 0n })).rejects.toBeInstanceOf(WrongExpectedVersionError);
+    await client.deleteStream(stream, { expectedRevision: 1n });
+    await expect(drain(client.readStream(stream))).rejects.toBeInstanceOf(StreamNotFoundError);
+    const [meta] = await drain(client.readStream(`$$${stream}`));
+    expect(meta.event!.type).toBe('$metadata');
+
+    const result = await client.appendToStream(stream, [json()], { expectedRevision: 'no_stream' });
+    expect(result.nextExpectedRevision).toBe(2n);
+    expect((await drain(client.readStream(stream))).map((r) => r.event!.revision)).toEqual([2n]);
+    await expect(client.deleteStream(`never-${randomUUID()}`)).rejects.toBeInstanceOf(WrongExpectedVersionError);
+  });
+
+  it('tombstones a stream: a $streamDeleted event numbered max in $all, reads and appends fail StreamDeleted, for good', async () => {
+    fake = await FakeEsdb.start();
+    client = EventStoreDBClient.connectionString(fake.url);
+    const stream = `thing-${randomUUID()}`;
+    await client.appendToStream(stream, [json()]);
+    await expect(client.tombstoneStream(stream, { expectedRevision: 5n })).rejects.toBeInstanceOf(WrongExpectedVersionError);
+    await client.tombstoneStream(stream, { expectedRevision: 0n });
+
+    const [tombstone] = await drain(client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }));
+    expect(tombstone.event).toMatchObject({ streamId: stream, type: '$streamDeleted', revision: 9223372036854775807n });
+    await expect(drain(client.readStream(stream))).rejects.toBeInstanceOf(StreamDeletedError);
+    await expect(client.appendToStream(stream, [json()])).rejects.toBeInstanceOf(StreamDeletedError);
+    await expect(client.tombstoneStream(stream)).rejects.toBeInstanceOf(StreamDeletedError);
+  });
+
+  it('answers a retried append as the first one, even after the stream moved on (IndexWriter.CheckCommit)', async () => {
+    fake = await FakeEsdb.start();
+    client = EventStoreDBClient.connectionString(fake.url);
+    const stream = `thing-${randomUUID()}`;
+    const batch = [json(), json()];
+    const first = await client.appendToStream(stream, batch, { expectedRevision: 'no_stream' });
+    await client.appendToStream(stream, [json()], { expectedRevision: 1n });
+    expect(await client.appendToStream(stream, batch, { expectedRevision: 'no_stream' })).toEqual(first);
+    expect(await client.appendToStream(stream, batch)).toEqual(first);
+    // Part of it written already: a conflict, not a partial write.
+    await expect(client.appendToStream(stream, [batch[0], json()], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(WrongExpectedVersionError);
+    expect(fake.streams.get(stream)).toHaveLength(3);
   });
 });

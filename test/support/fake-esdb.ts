@@ -91,6 +91,7 @@ type Check =
 
 interface LiveSubscriber {
   deliver(event: StoredEvent): void;
+  drop(): void;
 }
 
 export class FakeEsdb {
@@ -648,7 +649,14 @@ export class FakeEsdb {
     const caughtUp = new streamsPb.ReadResp();
     caughtUp.setCaughtUp(new streamsPb.ReadResp.CaughtUp());
     send(caughtUp);
-    const subscriber: LiveSubscriber = { deliver: consider };
+    const subscriber: LiveSubscriber = {
+      deliver: consider,
+      drop: () => {
+        if (!open) return;
+        open = false;
+        call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'subscription dropped (fake: the node went away)' });
+      },
+    };
     this.live.add(subscriber);
     const end = () => {
       open = false;
@@ -657,6 +665,14 @@ export class FakeEsdb {
     call.on('cancelled', end);
     call.on('error', end);
     call.on('close', end);
+  }
+
+  /** Ends every open `$all` subscription with UNAVAILABLE, as a connection lost to a node ends it. */
+  dropSubscriptions(): number {
+    const dropped = [...this.live];
+    for (const subscriber of dropped) subscriber.drop();
+    this.live.clear();
+    return dropped.length;
   }
 
   /** Subscriptions to `$all` open now. */
