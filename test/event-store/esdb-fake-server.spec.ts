@@ -191,6 +191,76 @@ describe('EsdbEventStore against a fake EventStoreDB', () => {
   });
 });
 
+describe('EsdbEventStore on a fake EventStoreDB: subscriptions and the head', () => {
+  it('resumes a live subscription the server dropped from the last event seen: no gap, no duplicate, caught up once', async () => {
+    fake = await FakeEsdb.start({ statsPeriodMs: 10 });
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 2_000 });
+    const stream = `thing-${randomUUID()}`;
+    const delivered: string[] = [];
+    let caughtUp = 0;
+    const errors: Error[] = [];
+    const subscription = store.subscribe((e) => void (e.streamId === stream && delivered.push(e.id)), {
+      onCaughtUp: () => caughtUp++,
+      onError: (error) => errors.push(error),
+    });
+    const appended: string[] = [];
+    const appendOne = async () => {
+      const e = event();
+      await store!.append(stream, [e]);
+      appended.push(e.id);
+    };
+    for (let i = 0; i < 3; i++) await appendOne();
+    await waitFor(() => caughtUp === 1 && delivered.length === 3, { description: 'live' });
+    const opened = fake.subscriptionsOpened;
+
+    expect(fake.dropSubscriptions()).toBe(1);
+    for (let i = 0; i < 3; i++) await appendOne();
+    await waitFor(() => fake!.subscriptionsOpened > opened && fake!.liveSubscriptions === 1, { description: 'the subscription opened again' });
+    for (let i = 0; i < 3; i++) await appendOne();
+    await waitFor(() => delivered.length >= 9, { description: 'events after the drop' });
+    await subscription.close();
+
+    expect(delivered).toEqual(appended);
+    expect({ caughtUp, errors }).toEqual({ caughtUp: 1, errors: [] });
+  });
+
+  it('catches up through more than a page of $all with system events between, delivering only the prefixes asked for, then goes live', async () => {
+    fake = await FakeEsdb.start();
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 5_000 });
+    const wanted: string[] = [];
+    for (let i = 0; i < 540; i++) {
+      const e = event();
+      await store.append(i % 3 === 0 ? `other-${randomUUID()}` : `wanted-${i % 5}`, [e]);
+      if (i % 3 !== 0) wanted.push(e.id);
+      if (i % 7 === 0) fake.writeStats();
+    }
+    const delivered: string[] = [];
+    let caughtUp = false;
+    const subscription = store.subscribe((e) => void delivered.push(e.id), { streamPrefixes: ['wanted-'], onCaughtUp: () => (caughtUp = true) });
+    await waitFor(() => caughtUp, { description: 'caught up', timeoutMs: 20_000 });
+    const live = event();
+    await store.append('wanted-live', [live]);
+    await waitFor(() => delivered.includes(live.id), { description: 'the live event' });
+    await subscription.close();
+
+    expect(delivered).toEqual([...wanted, live.id]);
+  });
+
+  it('headPosition is the last of its events on the wire too, past more than a page of trailing system events (a backwards read excludes its start)', async () => {
+    fake = await FakeEsdb.start();
+    store = new EsdbEventStore(fake.url, { callTimeoutMs: 2_000 });
+    const { position } = await store.append(`thing-${randomUUID()}`, [event()]);
+    for (let i = 0; i < 100; i++) fake.writeStats();
+    expect(await store.headPosition()).toBe(position);
+    for (let i = 0; i < 40; i++) fake.writeStats();
+    expect(await store.headPosition()).toBe(position);
+    expect(await store.readAll({ after: position })).toEqual([]);
+    const next = await store.append(`thing-${randomUUID()}`, [event()]);
+    fake.writeStats();
+    expect(await store.headPosition()).toBe(next.position);
+  });
+});
+
 /*
  * The fake's own behaviour, through the real client, where it models the server's (each case
  * names the server code it follows): what the contract spec on the fake (esdb-fake-contract.int-spec.ts)
