@@ -1,0 +1,79 @@
+/*
+ * One real Baton process on the EventStoreDB adapter, against the FAKE EventStoreDB server run as
+ * its own process (test/support/fake-esdb-server.ts: an in-memory model of the server's gRPC
+ * Streams service, not EventStoreDB), with a real worker process: a workflow dispatched through
+ * the API runs to completion, and a second instance (its own read models, as each EventStoreDB
+ * instance keeps) rebuilds them from `$all` and finds it completed.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { Engine, unique } from '../engine/engine-helpers.js';
+import { ROOT, Service, startService } from '../support/service.js';
+import { killAllWorkers, startWorker } from '../support/worker.js';
+
+let fake: ChildProcess | undefined;
+const services: Service[] = [];
+
+afterAll(async () => {
+  await killAllWorkers();
+  for (const service of services) await service.stop();
+  if (fake && fake.exitCode === null && fake.signalCode === null) {
+    const exited = new Promise((resolve) => fake!.once('exit', resolve));
+    fake.kill('SIGTERM');
+    await exited;
+  }
+});
+
+/** Starts `node dist/test/support/fake-esdb-server.js` on a free port; resolves with its connection string. */
+async function startFake(): Promise<string> {
+  fake = spawn(process.execPath, [join(ROOT, 'dist/test/support/fake-esdb-server.js'), '--port', '0', '--stats-period-ms', '200'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  fake.stderr!.on('data', (d) => (out += d));
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the fake EventStoreDB did not start within 20 s:\n${out}`)), 20_000);
+    fake!.stdout!.on('data', (d) => {
+      out += d;
+      const match = /FAKE_ESDB_READY (\S+)/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    fake!.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the fake EventStoreDB exited with ${code}:\n${out}`));
+    });
+  });
+}
+
+const readModelPath = () => join(mkdtempSync(join(tmpdir(), 'baton-esdb-rm-')), 'read-models.db');
+
+describe('Baton on a FAKE EventStoreDB server process (test/support/fake-esdb-server.ts), not EventStoreDB', () => {
+  it('runs a workflow dispatched through the API to completion with a real worker; a second instance rebuilds its read models from $all', async () => {
+    const storeUrl = await startFake();
+    expect(storeUrl).toMatch(/^esdb:\/\/127\.0\.0\.1:\d+\?tls=false$/);
+    const service = await startService({ storeUrl, env: { READ_MODEL_PATH: readModelPath() } });
+    services.push(service);
+    expect(service.token).not.toBe('');
+    const environment = unique('esdb-fake');
+    await startWorker({ url: service.url, token: service.token, environment });
+    const engine = new Engine(service, environment);
+
+    const id = await engine.dispatch('Sequential', ['x']);
+    const done = await engine.waitForState(id, 'COMPLETED', 30_000);
+    expect(done.result).toEqual(['x', 3, 'x-3']);
+
+    // Another instance on the same server, with read models of its own (an empty file).
+    const second = await startService({ storeUrl, env: { READ_MODEL_PATH: readModelPath() } });
+    services.push(second);
+    // The first instance's token: stored in the log, not in a read model.
+    const seen = await new Engine(second, environment, service.token).waitForState(id, 'COMPLETED', 30_000);
+    expect(seen.result).toEqual(['x', 3, 'x-3']);
+  }, 120_000);
+});
