@@ -29,7 +29,7 @@ afterAll(async () => {
 
 /** Starts `node dist/test/support/fake-esdb-server.js` on a free port; resolves with its connection string. */
 async function startFake(): Promise<string> {
-  fake = spawn(process.execPath, [join(ROOT, 'dist/test/support/fake-esdb-server.js'), '--port', '0', '--stats-period-ms', '200'], {
+  fake = spawn(process.execPath, [join(ROOT, 'dist/test/support/fake-esdb-server.js'), '--port', '0', '--stats-period-ms', '200', '--standard-projections'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -111,6 +111,9 @@ export class FakeEsdb {
   /** Event ids written, for the server's idempotency check (its cache of committed events; unbounded here). */
   private readonly committed = new Map<string, StoredEvent>();
   private nextPosition = 0n;
+  /** Emit the standard projections' link events (see `project`), as docker-compose.yml's KurrentDB does. */
+  private standardProjections = false;
+  private projectionQueue: StoredEvent[] = [];
   private statsTimer: NodeJS.Timeout | undefined;
   /**
    * The server's MaxAppendSize (its default, 1 MiB): an append whose events' type, data and
@@ -124,8 +127,9 @@ export class FakeEsdb {
    * `statsPeriodMs`: write a `$statsCollected` event that often (the server's StatsPeriodSec,
    * 30 s by default), so `$all` ends in system events between the caller's own.
    */
-  static async start(options: { port?: number; statsPeriodMs?: number } = {}): Promise<FakeEsdb> {
+  static async start(options: { port?: number; statsPeriodMs?: number; standardProjections?: boolean } = {}): Promise<FakeEsdb> {
     const fake = new FakeEsdb();
+    fake.standardProjections = options.standardProjections ?? false;
     fake.seedSystemEvents();
     await fake.listen(options.port ?? 0);
     if (options.statsPeriodMs) {
@@ -173,6 +177,8 @@ export class FakeEsdb {
    * ACL settings, the stats stream's max age and a first stats event).
    */
   private seedSystemEvents(): void {
+    // The node's first epoch, written as an event too (EpochManager.WriteEpochInformationWithRetry).
+    this.writeSystemEvent('$epoch-information', '$epoch-information', { EpochNumber: 0, EpochPosition: 0, EpochId: randomUUID(), LeaderInstanceId: randomUUID() });
     this.writeSystemEvent('$user-admin', '$User', { loginName: 'admin', fullName: 'Event Store Administrator', groups: ['$admins'] });
     this.writeSystemEvent('$users', '$UserCreated', 'admin');
     this.writeSystemEvent('$user-ops', '$User', { loginName: 'ops', fullName: 'Event Store Operations', groups: ['$ops'] });
@@ -204,7 +210,36 @@ export class FakeEsdb {
       return stored;
     });
     for (const subscriber of [...this.live]) for (const event of written) subscriber.deliver(event);
+    if (this.standardProjections && !streamId.startsWith('$')) {
+      if (this.projectionQueue.length === 0) setImmediate(() => this.project());
+      this.projectionQueue.push(...written);
+    }
     return written;
+  }
+
+  /**
+   * The standard projections, run by a server with projections on (KURRENTDB_RUN_PROJECTIONS=All,
+   * START_STANDARD_PROJECTIONS, as docker-compose.yml has it): a little after each event of a
+   * user stream, `$>` link events (data `<revision>@<stream>`) in `$ce-<category>`
+   * ($by_category, EventStore.Projections.Core/Standard/CategorizeEventsByStreamPath.cs: the
+   * category is the name up to its first `-`; a tombstone is linked too), `$et-<type>`
+   * ($by_event_type, IndexEventsByEventType.cs) and, for a stream's first event, `$streams`
+   * ($streams). They land in `$all` after the events they link to, interleaved with later
+   * appends. Links of streams in `$`-streams are left out.
+   */
+  private project(): void {
+    for (const event of this.projectionQueue.splice(0)) {
+      const link = (stream: string) => {
+        const target = this.streams.get(stream) ?? [];
+        this.streams.set(stream, target);
+        const data = new Uint8Array(Buffer.from(`${event.revision}@${event.streamId}`, 'utf8'));
+        target.push(...this.write(stream, BigInt(target.length), [{ id: randomUUID(), type: '$>', data, metadata: new Uint8Array(), isJson: false }]));
+      };
+      const dash = event.streamId.indexOf('-');
+      if (dash > 0) link(`$ce-${event.streamId.slice(0, dash)}`);
+      if (!event.type.startsWith('$')) link(`$et-${event.type}`);
+      if (event.revision === 0n) link('$streams');
+    }
   }
 
   /** `$tb` of the stream's latest metadata, if any. */
