@@ -16,7 +16,7 @@ interface StubEvent {
   commit: bigint;
 }
 
-/** A `$all` log held in memory, answering `readAll` as the client does (a position is inclusive). */
+/** A `$all` log held in memory, answering `readAll` as the server does (a position is inclusive forwards, exclusive backwards: AllReader; see test/support/fake-esdb.ts). */
 class StubClient {
   readonly reads: Array<{ direction: string; maxCount: number }> = [];
   constructor(readonly log: StubEvent[]) {}
@@ -26,7 +26,7 @@ class StubClient {
     const backwards = options.direction === 'backwards';
     const from = options.fromPosition;
     let events = backwards ? [...this.log].reverse() : this.log;
-    if (typeof from === 'object') events = events.filter((e) => (backwards ? e.commit <= from.commit : e.commit >= from.commit));
+    if (typeof from === 'object') events = events.filter((e) => (backwards ? e.commit < from.commit : e.commit >= from.commit));
     const resolved: AllStreamResolvedEvent[] = events.slice(0, options.maxCount).map((e) => ({
       event: {
         streamId: e.streamId,
