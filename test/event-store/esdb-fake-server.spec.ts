@@ -309,6 +309,7 @@ describe('the fake EventStoreDB server, through the real client', () => {
     const from = (await drain(client.readStream(stream, { maxCount: 1 })))[0].event!.position!;
     const checkpoints: bigint[] = [];
     const seen: string[] = [];
+    const expectIncreasing = (values: bigint[]) => values.slice(1).forEach((v, i) => expect(v).toBeGreaterThan(values[i]));
     const subscription = client.subscribeToAll({
       fromPosition: from,
       filter: excludeSystemEvents({ checkpointInterval: 1, checkpointReached: (_s, position) => void checkpoints.push(position.commit) }),
@@ -319,8 +320,12 @@ describe('the fake EventStoreDB server, through the real client', () => {
     await waitFor(() => caughtUp && seen.length === 69, { description: 'catch-up of the 69 events after the first' });
     // 69 considered (nothing else since the seeds): two at the interval, one at the end of catch-up.
     expect(checkpoints).toHaveLength(3);
-    await client.appendToStream(stream, [json()]);
-    await waitFor(() => seen.length === 70, { description: 'the live event' });
+    // Live: every committed event counts (a system one too), the 32nd is a checkpoint at its position.
+    for (let i = 0; i < 31; i++) await client.appendToStream(stream, [json()]);
+    const stats = fake.writeStats();
+    await waitFor(() => seen.length === 100 && checkpoints.length === 4, { description: 'the live events and checkpoint' });
+    expect(checkpoints[3]).toBe(stats.position);
+    expectIncreasing(checkpoints);
     await subscription.unsubscribe();
     const all = (await drain(client.readStream(stream))).map((r) => r.event!.id);
     expect(seen).toEqual(all.slice(1));

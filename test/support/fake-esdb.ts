@@ -633,23 +633,23 @@ export class FakeEsdb {
 
   /**
    * A `$all` subscription as Enumerator.AllSubscription[Filtered] serves one: confirmation, then
-   * the events after the given position (all of them from start; none of the past from end), a
-   * checkpoint every `checkpointInterval` events considered (matching the filter or not) and one
-   * at the end of catch-up, `CaughtUp` (the server never sends `FellBehind` to clients), then live
-   * events (with the same checkpoints: SubscriptionsService counts every committed event). An
-   * unfiltered subscription gets no checkpoints.
+   * the events after the given position (all of them from start; none of the past from end),
+   * caught-up (the server never sends `FellBehind` to clients: Streams.Read's
+   * TryConvertReadResponse), then live events. A filtered one also gets checkpoints, every
+   * `checkpointInterval` x its search window (32 by default) records considered, matching or
+   * not, during catch-up and live, and one at the end of catch-up. All in one pass here: the log
+   * does not move while a catch-up runs.
    */
   private subscribeToAll(call: any, options: any): void {
     this.subscriptionsOpened++;
     const all = options.getAll();
     const filtered = options.hasFilter();
     const filter = filtered ? eventFilter(options.getFilter()) : () => true;
-    const interval = filtered
-      ? (options.getFilter().hasMax() ? options.getFilter().getMax() : READ_BATCH_SIZE) * options.getFilter().getCheckpointintervalmultiplier()
-      : Infinity;
+    const window = filtered && options.getFilter().hasMax() ? options.getFilter().getMax() : READ_BATCH_SIZE;
+    const interval = filtered ? window * options.getFilter().getCheckpointintervalmultiplier() : Infinity;
     const lastPosition = this.log[this.log.length - 1]?.position ?? -1n;
+    // The last event or checkpoint sent: events after it are sent, checkpoints at or after it.
     let checkpoint = all.hasPosition() ? BigInt(all.getPosition().getCommitPosition()) : all.hasEnd() ? lastPosition : -1n;
-    let considered = 0;
     let open = true;
     const send = (resp: any) => {
       if (open) call.write(resp);
@@ -663,13 +663,21 @@ export class FakeEsdb {
       resp.setCheckpoint(cp);
       send(resp);
     };
-    const consider = (event: StoredEvent) => {
+    const sendEvent = (event: StoredEvent) => {
       if (event.position <= checkpoint) return;
       if (filter(event)) send(readResp(event, true));
       checkpoint = event.position;
-      if (++considered >= interval) {
-        considered = 0;
-        sendCheckpoint(checkpoint);
+    };
+    // Live (SubscriptionsService.ProcessEventCommited): every committed event counts towards the
+    // interval, and the one that reaches it is a checkpoint at its position.
+    let liveCounter = 0;
+    const live = (event: StoredEvent) => {
+      sendEvent(event);
+      if (++liveCounter < interval) return;
+      liveCounter = 0;
+      if (event.position >= checkpoint) {
+        sendCheckpoint(event.position);
+        checkpoint = event.position;
       }
     };
     const confirmation = new streamsPb.ReadResp();
@@ -677,15 +685,32 @@ export class FakeEsdb {
     confirmed.setSubscriptionId(randomUUID());
     confirmation.setConfirmation(confirmed);
     send(confirmation);
+    // Catch-up (CatchUp): pages of `window` records read from the checkpoint; after a page that
+    // brings the count of records considered to the interval, a checkpoint at the later of the
+    // last event sent and the page's start; at the end of the log, one more, then caught-up.
     if (checkpoint < lastPosition) {
-      for (const event of this.log.filter((e) => e.position > checkpoint)) consider(event);
-      sendCheckpoint(checkpoint);
+      let counter = 0;
+      let pageStart = checkpoint < 0n ? 0n : checkpoint;
+      for (;;) {
+        const from = this.log.findIndex((e) => e.position >= pageStart);
+        const page = from < 0 ? [] : this.log.slice(from, from + window);
+        for (const event of page) sendEvent(event);
+        const atEnd = from < 0 || from + page.length >= this.log.length;
+        counter += page.length;
+        if (atEnd || counter >= interval) {
+          counter %= interval;
+          if (checkpoint < pageStart) checkpoint = pageStart;
+          sendCheckpoint(checkpoint);
+        }
+        if (atEnd) break;
+        pageStart = page[page.length - 1].postPosition;
+      }
     }
     const caughtUp = new streamsPb.ReadResp();
     caughtUp.setCaughtUp(new streamsPb.ReadResp.CaughtUp());
     send(caughtUp);
     const subscriber: LiveSubscriber = {
-      deliver: consider,
+      deliver: live,
       drop: () => {
         if (!open) return;
         open = false;
