@@ -3,7 +3,8 @@
  * its own process (test/support/fake-esdb-server.ts: an in-memory model of the server's gRPC
  * Streams service, not EventStoreDB), with a real worker process: a workflow dispatched through
  * the API runs to completion, and a second instance (its own read models, as each EventStoreDB
- * instance keeps) rebuilds them from `$all` and finds it completed.
+ * instance keeps) rebuilds them from `$all` and finds it completed. With a child workflow, an
+ * event and a timer as well, and the standard projections' link events in `$all`.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Engine, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, startService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 
 let fake: ChildProcess | undefined;
@@ -55,7 +57,7 @@ async function startFake(): Promise<string> {
 const readModelPath = () => join(mkdtempSync(join(tmpdir(), 'baton-esdb-rm-')), 'read-models.db');
 
 describe('Baton on a FAKE EventStoreDB server process (test/support/fake-esdb-server.ts), not EventStoreDB', () => {
-  it('runs a workflow dispatched through the API to completion with a real worker; a second instance rebuilds its read models from $all', async () => {
+  it('runs workflows dispatched through the API to completion with a real worker (tasks, a child, an event, a timer); a second instance rebuilds its read models from $all', async () => {
     const storeUrl = await startFake();
     expect(storeUrl).toMatch(/^esdb:\/\/127\.0\.0\.1:\d+\?tls=false$/);
     const service = await startService({ storeUrl, env: { READ_MODEL_PATH: readModelPath() } });
@@ -69,11 +71,21 @@ describe('Baton on a FAKE EventStoreDB server process (test/support/fake-esdb-se
     const done = await engine.waitForState(id, 'COMPLETED', 30_000);
     expect(done.result).toEqual(['x', 3, 'x-3']);
 
+    // A child workflow (the effects reactor dispatches it), an event sent to it, and a timer.
+    const tag = unique('tree');
+    const parentId = await engine.dispatch('Parent', [tag], tag);
+    const sleeperId = await engine.dispatch('Sleeper', [200]);
+    await waitFor(async () => (await engine.send({ name: 'Child', tag }, 'release', 'go')).changed === 1, { timeoutMs: 30_000, description: 'the child released' });
+    const parent = await engine.waitForState(parentId, 'COMPLETED', 30_000);
+    expect(parent.result).toMatchObject({ parentGot: { released: 'go' } });
+    expect((await engine.waitForState(sleeperId, 'COMPLETED', 30_000)).state).toBe('COMPLETED');
+
     // Another instance on the same server, with read models of its own (an empty file).
     const second = await startService({ storeUrl, env: { READ_MODEL_PATH: readModelPath() } });
     services.push(second);
     // The first instance's token: stored in the log, not in a read model.
-    const seen = await new Engine(second, environment, service.token).waitForState(id, 'COMPLETED', 30_000);
-    expect(seen.result).toEqual(['x', 3, 'x-3']);
+    const other = new Engine(second, environment, service.token);
+    expect((await other.waitForState(id, 'COMPLETED', 30_000)).result).toEqual(['x', 3, 'x-3']);
+    expect((await other.waitForState(parentId, 'COMPLETED', 30_000)).result).toEqual(parent.result);
   }, 120_000);
 });
