@@ -11,19 +11,21 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 import { Engine, unique } from '../engine/engine-helpers.js';
 import { ROOT, Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 
-let fake: ChildProcess | undefined;
+const fakes: ChildProcess[] = [];
 const services: Service[] = [];
 
 afterAll(async () => {
   await killAllWorkers();
   for (const service of services) await service.stop();
-  if (fake && fake.exitCode === null && fake.signalCode === null) {
-    const exited = new Promise((resolve) => fake!.once('exit', resolve));
+  for (const fake of fakes) {
+    if (fake.exitCode !== null || fake.signalCode !== null) continue;
+    const exited = new Promise((resolve) => fake.once('exit', resolve));
     fake.kill('SIGTERM');
     await exited;
   }
@@ -31,15 +33,16 @@ afterAll(async () => {
 
 /** Starts `node dist/test/support/fake-esdb-server.js` on a free port; resolves with its connection string. */
 async function startFake(): Promise<string> {
-  fake = spawn(process.execPath, [join(ROOT, 'dist/test/support/fake-esdb-server.js'), '--port', '0', '--stats-period-ms', '200', '--standard-projections'], {
+  const fake = spawn(process.execPath, [join(ROOT, 'dist/test/support/fake-esdb-server.js'), '--port', '0', '--stats-period-ms', '200', '--standard-projections'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  fakes.push(fake);
   let out = '';
   fake.stderr!.on('data', (d) => (out += d));
   return new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the fake EventStoreDB did not start within 20 s:\n${out}`)), 20_000);
-    fake!.stdout!.on('data', (d) => {
+    fake.stdout!.on('data', (d) => {
       out += d;
       const match = /FAKE_ESDB_READY (\S+)/.exec(out);
       if (match) {
@@ -47,7 +50,7 @@ async function startFake(): Promise<string> {
         resolve(match[1]);
       }
     });
-    fake!.once('exit', (code) => {
+    fake.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`the fake EventStoreDB exited with ${code}:\n${out}`));
     });
@@ -87,5 +90,33 @@ describe('Baton on a FAKE EventStoreDB server process (test/support/fake-esdb-se
     const other = new Engine(second, environment, service.token);
     expect((await other.waitForState(id, 'COMPLETED', 30_000)).result).toEqual(['x', 3, 'x-3']);
     expect((await other.waitForState(parentId, 'COMPLETED', 30_000)).result).toEqual(parent.result);
+  }, 120_000);
+
+  it('retention (RETENTION_DAYS) tombstones the finished workflows on the server and forgets them, and keeps a running one', async () => {
+    const storeUrl = await startFake();
+    // 0.00003 days = 2.6 s; the job runs every 300 ms.
+    const service = await startService({ storeUrl, env: { READ_MODEL_PATH: readModelPath(), RETENTION_DAYS: '0.00003', RETENTION_SWEEP_MS: '300' } });
+    services.push(service);
+    const environment = unique('esdb-retention');
+    await startWorker({ url: service.url, token: service.token, environment });
+    const engine = new Engine(service, environment);
+    const finished = await Promise.all([0, 1, 2].map((i) => engine.dispatch('Sequential', [`r${i}`])));
+    for (const id of finished) await engine.waitForState(id, 'COMPLETED', 30_000);
+    const waiting = await engine.dispatch('Waiter', ['never', 600_000]);
+    await engine.waitForHistory(waiting, (h) => h.some((e) => e.type === 'DecisionCompleted'), 'the waiter to park');
+
+    await waitFor(async () => (await Promise.all(finished.map((id) => engine.client.workflow('demo', environment, id)))).every((w) => w === null), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      description: 'the finished workflows to be gone from the read model',
+    });
+    const store = new EsdbEventStore(storeUrl, { callTimeoutMs: 5_000 });
+    try {
+      for (const id of finished) expect([await store.wasDeleted(`workflow-${id}`), await store.readStream(`workflow-${id}`)]).toEqual([true, []]);
+      expect(await store.wasDeleted(`workflow-${waiting}`)).toBe(false);
+    } finally {
+      await store.close();
+    }
+    expect((await engine.workflow(waiting)).state).toBe('RUNNING');
   }, 120_000);
 });
