@@ -104,7 +104,7 @@ export class FakeEsdb {
   readonly received: ReceivedAppend[] = [];
   /** Decides whether to hold an append's answer; a held one waits for `release`. */
   hold: (append: ReceivedAppend) => boolean = () => false;
-  /** Every `$all` subscription currently open, and how many were ever opened. */
+  /** How many `$all` subscriptions were ever opened. */
   subscriptionsOpened = 0;
   private readonly live = new Set<LiveSubscriber>();
   private readonly held: Array<{ append: ReceivedAppend; answer: () => void }> = [];
@@ -154,15 +154,22 @@ export class FakeEsdb {
 
   async stop(): Promise<void> {
     clearInterval(this.statsTimer);
+    // Subscriptions never end by themselves, and a graceful shutdown waits for every call.
+    this.dropSubscriptions();
     await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
     this.server.forceShutdown();
   }
 
-  /** Writes one system event (type and stream as the caller says), as the server writes its own. */
+  /**
+   * Writes one system event (type and stream as the caller says), as the server writes its own:
+   * `data` as JSON, or as it is if bytes (a non-JSON event).
+   */
   writeSystemEvent(streamId: string, type: string, data: unknown = {}): StoredEvent {
     const stream = this.streams.get(streamId) ?? [];
     this.streams.set(streamId, stream);
-    const [event] = this.write(streamId, BigInt(stream.length), [{ id: randomUUID(), type, data: json(data), metadata: new Uint8Array(), isJson: true }]);
+    const raw = data instanceof Uint8Array;
+    const proposed = { id: randomUUID(), type, data: raw ? data : json(data), metadata: new Uint8Array(), isJson: !raw };
+    const [event] = this.write(streamId, BigInt(stream.length), [proposed]);
     stream.push(event);
     return event;
   }
@@ -173,18 +180,19 @@ export class FakeEsdb {
   }
 
   /**
-   * What a fresh node writes before any client does (the default admin and ops users, the default
-   * ACL settings, the stats stream's max age and a first stats event).
+   * What a fresh node writes before any client does (its epoch, the default admin and ops users
+   * as UserManagementService creates them, default ACL settings, the stats stream's max age as
+   * MonitoringService sets it, and a first stats event).
    */
   private seedSystemEvents(): void {
     // The node's first epoch, written as an event too (EpochManager.WriteEpochInformationWithRetry).
     this.writeSystemEvent('$epoch-information', '$epoch-information', { EpochNumber: 0, EpochPosition: 0, EpochId: randomUUID(), LeaderInstanceId: randomUUID() });
-    this.writeSystemEvent('$user-admin', '$User', { loginName: 'admin', fullName: 'Event Store Administrator', groups: ['$admins'] });
-    this.writeSystemEvent('$users', '$UserCreated', 'admin');
-    this.writeSystemEvent('$user-ops', '$User', { loginName: 'ops', fullName: 'Event Store Operations', groups: ['$ops'] });
-    this.writeSystemEvent('$users', '$UserCreated', 'ops');
+    this.writeSystemEvent('$user-admin', '$UserCreated', { loginName: 'admin', fullName: 'Event Store Administrator', groups: ['$admins'] });
+    this.writeSystemEvent('$users', '$User', new Uint8Array(Buffer.from('admin')));
+    this.writeSystemEvent('$user-ops', '$UserCreated', { loginName: 'ops', fullName: 'Event Store Operations', groups: ['$ops'] });
+    this.writeSystemEvent('$users', '$User', new Uint8Array(Buffer.from('ops')));
     this.writeSystemEvent('$settings', '$settings', { $userStreamAcl: { $r: '$all', $w: '$all' }, $systemStreamAcl: { $r: '$admins' } });
-    this.writeSystemEvent(`$$${STATS_STREAM}`, '$metadata', { $maxAge: 86400 });
+    this.writeSystemEvent(`$$${STATS_STREAM}`, '$metadata', { $maxAge: 864000 });
     this.writeStats();
   }
 
@@ -627,7 +635,7 @@ export class FakeEsdb {
       const from = all.hasPosition() ? BigInt(all.getPosition().getCommitPosition()) : all.hasEnd() ? this.nextPosition : 0n;
       events = this.log.filter((e) => e.position >= from);
     }
-    for (const event of events.filter(filter).slice(0, count)) call.write(readResp(event, true));
+    for (const event of events.filter(filter).slice(0, count)) call.write(readResp(event));
     call.end();
   }
 
@@ -665,7 +673,7 @@ export class FakeEsdb {
     };
     const sendEvent = (event: StoredEvent) => {
       if (event.position <= checkpoint) return;
-      if (filter(event)) send(readResp(event, true));
+      if (filter(event)) send(readResp(event));
       checkpoint = event.position;
     };
     // Live (SubscriptionsService.ProcessEventCommited): every committed event counts towards the
@@ -765,7 +773,8 @@ function eventFilter(options: any): (event: StoredEvent) => boolean {
   return (event) => prefixes.some((prefix) => pick(event).startsWith(prefix));
 }
 
-function readResp(event: StoredEvent, withOriginalPosition = true): any {
+/** One event as a read answers it (Streams.Read.ConvertToReadEvent: an event committed by itself has its position, in stream reads too). */
+function readResp(event: StoredEvent): any {
   const recorded = new streamsPb.ReadResp.ReadEvent.RecordedEvent();
   const id = new sharedPb.UUID();
   id.setString(event.id);
@@ -783,7 +792,7 @@ function readResp(event: StoredEvent, withOriginalPosition = true): any {
   recorded.setData(event.data);
   const readEvent = new streamsPb.ReadResp.ReadEvent();
   readEvent.setEvent(recorded);
-  if (withOriginalPosition) readEvent.setCommitPosition(event.position.toString());
+  readEvent.setCommitPosition(event.position.toString());
   const resp = new streamsPb.ReadResp();
   resp.setEvent(readEvent);
   return resp;
