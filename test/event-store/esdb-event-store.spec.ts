@@ -104,6 +104,23 @@ describe('EsdbEventStore (stubbed client)', () => {
     expect(await store.readAll({ after: 300n })).toEqual([]);
   });
 
+  it("passes over a projection's results in a `$` stream, whatever their type, as system events", async () => {
+    // A user's projection writes its results to `$projections-<name>-result` with types of its own.
+    const client = new StubClient([
+      { streamId: 'workflow-a', type: 'WorkflowDispatched', commit: 100n },
+      { streamId: '$projections-totals-result', type: 'Result', commit: 200n },
+      { streamId: 'workflow-a', type: 'DecisionStarted', commit: 300n },
+      { streamId: '$projections-totals-result', type: 'Result', commit: 400n },
+    ]);
+    store = storeOn(client);
+
+    expect(await store.headPosition()).toBe(300n);
+    expect((await store.readAll()).map((e) => [e.streamId, e.type])).toEqual([
+      ['workflow-a', 'WorkflowDispatched'],
+      ['workflow-a', 'DecisionStarted'],
+    ]);
+  });
+
   it('headPosition pages backwards past many trailing system events', async () => {
     const client = new StubClient([
       { streamId: 'workflow-a', type: 'WorkflowDispatched', commit: 100n },

@@ -355,6 +355,37 @@ export function eventStoreContract(
           expect(inLog).toEqual(range(inLog.length).map(BigInt));
         }
       });
+
+      it("hands on none of a server's own events ($-prefixed streams or types: stats, settings, stream metadata, projections' links), and the head is the last event it hands on", async () => {
+        // EventStoreDB writes such events into `$all` around the log's own (its stats on a timer,
+        // the standard projections' links after each event); the embedded store has none.
+        const system = (e: RecordedEvent) => e.streamId.startsWith('$') || e.type.startsWith('$');
+        const cat = category('own');
+        const head = await store.headPosition();
+        const seen = collector(() => true);
+        let caughtUp = false;
+        const subscription = store.subscribe(seen.handler, { after: head, onCaughtUp: () => (caughtUp = true) });
+        const appended: string[] = [];
+        let last = 0n;
+        try {
+          await until(() => caughtUp, 'catch-up');
+          for (let i = 0; i < 3; i++) {
+            const event = newEvent('Own', { i });
+            last = (await store.append(streamIn(cat), [event])).position;
+            appended.push(event.id);
+            await until(() => seen.events.some((e) => e.id === event.id), 'the live event');
+          }
+        } finally {
+          await subscription.close();
+        }
+        expect(seen.events.filter(system)).toEqual([]);
+        expect(ids(seen.events.filter(inCategory(cat)))).toEqual(appended);
+        const read = await readAllAfter(store, head, () => true);
+        expect(read.filter(system)).toEqual([]);
+        expect(ids(read.filter(inCategory(cat)))).toEqual(appended);
+        expect(await store.headPosition()).toBe(last);
+        expect(await store.readAll({ after: last })).toEqual([]);
+      });
     });
 
     describe('subscribe', () => {

@@ -637,8 +637,13 @@ function toClientRevision(expected: ExpectedRevision): AppendExpectedRevision {
   return expected;
 }
 
+/**
+ * The server's own events: `$`-typed ones (stats, settings, metadata, tombstones, projections'
+ * links), and anything in a `$` stream, where a projection's results go with types of its own
+ * (`Result`, …). Baton never writes to a `$` stream.
+ */
 function isSystem(event: EsdbRecordedEvent): boolean {
-  return event.type.startsWith('$');
+  return event.type.startsWith('$') || event.streamId.startsWith('$');
 }
 
 function isAfter(position: Position, than: Position): boolean {
