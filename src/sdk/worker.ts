@@ -232,6 +232,8 @@ export class Worker {
    * more than its concurrency, found in review).
    */
   private readonly asked: Record<WorkKind, number> = { DECISION: 0, TASK: 0 };
+  /** Poll loops waiting for a report's claim to end and give back the free slots it asked to fill. */
+  private readonly fillWaiters: Record<WorkKind, Array<() => void>> = { DECISION: [], TASK: [] };
   private readonly stopping = new AbortController();
   /** Whether shutdown's grace has run out: finished tasks are then reported without the decision being made after them. */
   private graceOver = false;
@@ -428,9 +430,12 @@ export class Worker {
     // One that claimed nothing costs the service one head read.
     let unanswered: string | undefined;
     while (!this.stopping.signal.aborted) {
-      const free = this.free(kind);
+      // Less the slots a report in flight asked to fill (this loop's own poll has ended): both
+      // asking for one free slot, a poll and a report were each handed work for it, and the worker
+      // held more than its concurrency (seen under load: 5 attempts held on 4 slots).
+      const free = this.free(kind) - this.asked[kind];
       if (free <= 0) {
-        await Promise.race([...this.inFlight[kind], this.stopped]);
+        await Promise.race([...this.inFlight[kind], this.fillEnded(kind), this.stopped]);
         continue;
       }
       let items: WorkItem[];
@@ -916,7 +921,13 @@ export class Worker {
     } finally {
       this.asked.DECISION -= fill.DECISION;
       this.asked.TASK -= fill.TASK;
+      for (const kind of ['DECISION', 'TASK'] as const) if (fill[kind] > 0) for (const wake of this.fillWaiters[kind].splice(0)) wake();
     }
+  }
+
+  /** Resolves when a report's claim that asked to fill free slots of `kind` has ended. */
+  private fillEnded(kind: WorkKind): Promise<void> {
+    return new Promise((resolve) => this.fillWaiters[kind].push(resolve));
   }
 
   private async sendReport(
