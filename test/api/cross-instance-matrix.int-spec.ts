@@ -4,29 +4,23 @@
  * back from B's read models and by the checks a mutation makes before it acts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Service, freshStoreUrl, startService } from '../support/service.js';
-import { dirname, join } from 'node:path';
+import { Service } from '../support/service.js';
+import { ESDB_FAKE_OWN_READ_MODELS, InstancePair, SQLITE_OWN_READ_MODELS, SQLITE_SHARED_READ_MODELS, Topology } from '../support/instance-pairs.js';
 import { Client, expectData, gql, unique } from './api-helpers.js';
 import { Schedules } from '../schedules/schedule-helpers.js';
 import { HEARTBEAT, REPORT_WORK, poll } from './security-helpers.js';
 
 /**
- * Two topologies: the embedded store's file shared, read models included (the default), and each
+ * Three topologies: the embedded store's file shared, read models included (the default); each
  * instance with read models of its own (`READ_MODEL_PATH`), as every instance next to EventStoreDB
- * has them (README: "next to EventStoreDB give each instance its own").
+ * has them (README: "next to EventStoreDB give each instance its own"); and the EventStoreDB
+ * adapter on one FAKE EventStoreDB server process (test/support/fake-esdb-server.ts, not
+ * EventStoreDB), each instance with read models of its own.
  */
-async function startPair(ownReadModels: boolean, env: Record<string, string> = {}): Promise<{ a: Service; b: Service }> {
-  const storeUrl = freshStoreUrl();
-  const dir = dirname(storeUrl.slice('sqlite:'.length));
-  const a = await startService({ storeUrl, env: { LOG_LEVEL: 'info', ...env, ...(ownReadModels ? { READ_MODEL_PATH: join(dir, 'rm-a.db') } : {}) } });
-  const b = await startService({ storeUrl, env: { LOG_LEVEL: 'info', ...env, ...(ownReadModels ? { READ_MODEL_PATH: join(dir, 'rm-b.db') } : {}) } });
-  return { a, b };
-}
+const TOPOLOGIES: Array<[string, Topology]> = [SQLITE_SHARED_READ_MODELS, SQLITE_OWN_READ_MODELS, ESDB_FAKE_OWN_READ_MODELS].map((t) => [t.title, t]);
 
-describe.each([
-  ['one shared read-model file', false],
-  ['read models of their own', true],
-])('review: two instances on one store (%s), the next request on B after a write on A', (_topology, ownReadModels) => {
+describe.each(TOPOLOGIES)('review: two instances on one store (%s), the next request on B after a write on A', (_title, topology) => {
+  let pair: InstancePair;
   let a: Service;
   let b: Service;
   let apiA: Client;
@@ -35,14 +29,15 @@ describe.each([
   let sb: Schedules;
 
   beforeAll(async () => {
-    ({ a, b } = await startPair(ownReadModels));
+    pair = await topology.start();
+    ({ a, b } = pair);
     apiA = new Client(a, 'demo', 'dev');
     apiB = new Client({ ...b, token: a.token } as Service, 'demo', 'dev');
     sa = new Schedules(a, 'dev', 'demo', a.token);
     sb = new Schedules(b, 'dev', 'demo', a.token);
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
+    await pair?.stop();
   });
 
   it('pauseSchedule on B right after pauseSchedule on A answers PAUSED (it changed nothing), 20 of 20', async () => {
@@ -183,17 +178,16 @@ describe.each([
   });
 });
 
-describe.each([
-  ['one shared read-model file', false],
-  ['read models of their own', true],
-])('review: MAX_SCHEDULES_PER_APP across two instances (%s)', (_topology, ownReadModels) => {
+describe.each(TOPOLOGIES)('review: MAX_SCHEDULES_PER_APP across two instances (%s)', (_title, topology) => {
+  let pair: InstancePair;
   let a: Service;
   let b: Service;
   beforeAll(async () => {
-    ({ a, b } = await startPair(ownReadModels, { MAX_SCHEDULES_PER_APP: '1' }));
+    pair = await topology.start({ MAX_SCHEDULES_PER_APP: '1' });
+    ({ a, b } = pair);
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
+    await pair?.stop();
   });
 
   it('a schedule created on B right after A took the last place is refused, 10 of 10', async () => {

@@ -6,55 +6,31 @@
  * instance keeps) rebuilds them from `$all` and finds it completed. With a child workflow, an
  * event and a timer as well, and the standard projections' link events in `$all`.
  */
-import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { EsdbEventStore } from '../../src/event-store/esdb/esdb-event-store.js';
 import { Engine, unique } from '../engine/engine-helpers.js';
-import { ROOT, Service, startService } from '../support/service.js';
+import { FakeEsdbProcess, startFakeEsdb } from '../support/fake-esdb-process.js';
+import { Service, startService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { killAllWorkers, startWorker } from '../support/worker.js';
 
-const fakes: ChildProcess[] = [];
+const fakes: FakeEsdbProcess[] = [];
 const services: Service[] = [];
 
 afterAll(async () => {
   await killAllWorkers();
   for (const service of services) await service.stop();
-  for (const fake of fakes) {
-    if (fake.exitCode !== null || fake.signalCode !== null) continue;
-    const exited = new Promise((resolve) => fake.once('exit', resolve));
-    fake.kill('SIGTERM');
-    await exited;
-  }
+  for (const fake of fakes) await fake.stop();
 });
 
-/** Starts `node dist/test/support/fake-esdb-server.js` on a free port; resolves with its connection string. */
+/** Starts the fake server process on a free port; resolves with its connection string. */
 async function startFake(): Promise<string> {
-  const fake = spawn(process.execPath, [join(ROOT, 'dist/test/support/fake-esdb-server.js'), '--port', '0', '--stats-period-ms', '200', '--standard-projections'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const fake = await startFakeEsdb({ statsPeriodMs: 200, standardProjections: true });
   fakes.push(fake);
-  let out = '';
-  fake.stderr!.on('data', (d) => (out += d));
-  return new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the fake EventStoreDB did not start within 20 s:\n${out}`)), 20_000);
-    fake.stdout!.on('data', (d) => {
-      out += d;
-      const match = /FAKE_ESDB_READY (\S+)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    fake.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the fake EventStoreDB exited with ${code}:\n${out}`));
-    });
-  });
+  return fake.url;
 }
 
 const readModelPath = () => join(mkdtempSync(join(tmpdir(), 'baton-esdb-rm-')), 'read-models.db');
