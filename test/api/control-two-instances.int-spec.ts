@@ -1,10 +1,13 @@
 /**
- * Control actions through two instances on one store, with both
+ * Control actions through two instances on one store (one SQLite file; the EventStoreDB adapter on
+ * one FAKE EventStoreDB server process, not EventStoreDB, each instance with read models of its
+ * own), with both
  * effects reactors running (a workflow's ctx.select(...) actions) and the worker on one of them.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client, Worker, defineTask, defineWorkflow } from '../../src/sdk/index.js';
-import { Service, freshStoreUrl, startService } from '../support/service.js';
+import { Service } from '../support/service.js';
+import { ESDB_FAKE_OWN_READ_MODELS, InstancePair, SQLITE_SHARED_READ_MODELS } from '../support/instance-pairs.js';
 import { quietLogger } from '../support/in-process-worker.js';
 import { HEARTBEAT, poll } from './security-helpers.js';
 import { waitFor } from '../support/wait-for.js';
@@ -41,7 +44,8 @@ const failsFirst = defineTask(
 );
 const failer = defineWorkflow('RevFailer', async (ctx) => ctx.run(failsFirst));
 
-describe('control through two instances on one store', () => {
+describe.each([SQLITE_SHARED_READ_MODELS, ESDB_FAKE_OWN_READ_MODELS].map((t) => [t.title, t] as const))('control through two instances on one store (%s)', (_title, topology) => {
+  let pair: InstancePair;
   let a: Service;
   let b: Service;
   let onA: Client;
@@ -50,9 +54,8 @@ describe('control through two instances on one store', () => {
   let running: Promise<void>;
 
   beforeAll(async () => {
-    const storeUrl = freshStoreUrl();
-    a = await startService({ storeUrl });
-    b = await startService({ storeUrl });
+    pair = await topology.start({ LOG_LEVEL: 'warn' });
+    ({ a, b } = pair);
     onA = new Client({ url: a.url, token: a.token });
     onB = new Client({ url: b.url, token: a.token });
     worker = new Worker({ logger: quietLogger, url: a.url, token: a.token, appId: APP, environment: ENV, tasks: [failsFirst], workflows: [target, pauser, sender, failer] });
@@ -62,7 +65,7 @@ describe('control through two instances on one store', () => {
   afterAll(async () => {
     await worker?.shutdown();
     await running;
-    await Promise.all([a?.stop(), b?.stop()]);
+    await pair?.stop();
   });
 
   const history = (id: string) => onA.workflowHistory(APP, ENV, id);

@@ -1,6 +1,7 @@
 /**
- * Two Baton processes on one SQLite file, as behind a load
- * balancer. A write acknowledged by one instance is seen, and can be acted on, by the next
+ * Two Baton processes on one store, as behind a load balancer: one SQLite file (read models
+ * shared), and the EventStoreDB adapter on one FAKE EventStoreDB server process (not
+ * EventStoreDB), each instance with read models of its own. A write acknowledged by one instance is seen, and can be acted on, by the next
  * request on the other; concurrent work on one workflow through both is normal.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -9,10 +10,12 @@ import { Service, createTokenViaCli } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { FixtureWorker, killAllWorkers, startWorker } from '../support/worker.js';
 import { Engine, HistoryEntry, describeHistory } from '../engine/engine-helpers.js';
-import { Client, expectData, revokeTokenViaCli, startTwoInstances, tokenIdOf, unique } from './api-helpers.js';
+import { Client, expectData, revokeTokenViaCli, tokenIdOf, unique } from './api-helpers.js';
+import { ESDB_FAKE_OWN_READ_MODELS, InstancePair, SQLITE_SHARED_READ_MODELS } from '../support/instance-pairs.js';
 import { Schedules, data as scheduleData } from '../schedules/schedule-helpers.js';
 
-describe('two instances on one store', () => {
+describe.each([SQLITE_SHARED_READ_MODELS, ESDB_FAKE_OWN_READ_MODELS].map((t) => [t.title, t] as const))('two instances on one store (%s)', (_title, topology) => {
+  let pair: InstancePair;
   let a: Service;
   let b: Service;
   let apiA: Client;
@@ -20,11 +23,14 @@ describe('two instances on one store', () => {
   const workers: FixtureWorker[] = [];
 
   beforeAll(async () => {
-    ({ a, b, apiA, apiB } = await startTwoInstances());
+    pair = await topology.start();
+    ({ a, b } = pair);
+    apiA = new Client(a, 'demo', 'dev');
+    apiB = new Client({ ...b, token: a.token } as Service, 'demo', 'dev');
   }, 60_000);
   afterAll(async () => {
     await killAllWorkers();
-    await Promise.all([a?.stop(), b?.stop()]);
+    await pair?.stop();
   });
 
   it('the same idempotency key dispatched through A and B at once starts exactly one workflow, 20 of 20', async () => {
