@@ -4,11 +4,12 @@
  * back from B's read models and by the checks a mutation makes before it acts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Service } from '../support/service.js';
+import { Service, createTokenViaCli } from '../support/service.js';
 import { ESDB_FAKE_OWN_READ_MODELS, InstancePair, SQLITE_OWN_READ_MODELS, SQLITE_SHARED_READ_MODELS, Topology } from '../support/instance-pairs.js';
-import { Client, expectData, gql, unique } from './api-helpers.js';
+import { Client, expectData, gql, revokeTokenViaCli, tokenIdOf, unique } from './api-helpers.js';
 import { Schedules } from '../schedules/schedule-helpers.js';
 import { HEARTBEAT, REPORT_WORK, poll } from './security-helpers.js';
+import { waitFor } from '../support/wait-for.js';
 
 /**
  * Three topologies: the embedded store's file shared, read models included (the default); each
@@ -129,6 +130,36 @@ describe.each(TOPOLOGIES)('review: two instances on one store (%s), the next req
       expect(await sa.schedule(id)).toMatchObject({ state: 'PAUSED', triggeredCount: 1, lastDispatchId: triggered.id });
       expect((await sb.act('resume', id)).state).toBe('ACTIVE');
       expect((await sa.schedule(id))?.nextFireAt).not.toBeNull();
+    }
+  });
+
+  it('a schedule firing every second while both instances run: each occurrence fired once, each firing dispatched once, the same on A and B', async () => {
+    const name = unique('EverySecond');
+    const id = await sa.scheduleTask({ cron: '*/1 * * * * * *', name, input: '[]' });
+    await waitFor(async () => ((await sb.schedule(id))?.firedCount ?? 0) >= 4, { timeoutMs: 20_000, intervalMs: 50, description: 'four firings, seen on B' });
+    expect((await sb.act('delete', id)).state).toBe('DELETED');
+    const fired = (await sa.history(id)).filter((e) => e.type === 'ScheduleFired').map((e) => e.data as { occurrence: string; dispatchId: string });
+    expect(fired.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(fired.map((f) => f.occurrence)).size).toBe(fired.length);
+    const want = fired.map((f) => f.dispatchId).sort();
+    // A firing's dispatch is appended after it: wait for the last one's, then compare exactly.
+    await waitFor(async () => (await sa.tasks(name)).length >= want.length, { timeoutMs: 10_000, description: 'every firing dispatched' });
+    for (const [on, s] of [['A', sa], ['B', sb]] as const) {
+      const tasks = await s.tasks(name);
+      expect({ on, tasks: tasks.map((t) => [t.id, t.scheduleId]).sort() }).toEqual({ on, tasks: want.map((d) => [d, id]) });
+      expect({ on, firedCount: (await s.schedule(id))?.firedCount }).toEqual({ on, firedCount: fired.length });
+    }
+  });
+
+  it('a token created with the CLI is taken by the very next request on B, then on A; revoked with the CLI, refused by the next on each, 2 of 2', async () => {
+    const VIEWER = '{ workflows(filter: { appId: "demo", environment: "dev", name: "none" }) { totalCount } }';
+    for (let i = 0; i < 2; i++) {
+      const token = await createTokenViaCli(pair.storeUrl, ['demo']);
+      const first = [await b.gql(VIEWER, undefined, token), await a.gql(VIEWER, undefined, token)];
+      expect({ i, first: first.map((r) => [r.status, r.body]) }).toEqual({ i, first: first.map(() => [200, { data: { workflows: { totalCount: 0 } } }]) });
+      await revokeTokenViaCli(pair.storeUrl, tokenIdOf(token));
+      const after = [(await b.gql(VIEWER, undefined, token)).status, (await a.gql(VIEWER, undefined, token)).status];
+      expect({ i, after }).toEqual({ i, after: [401, 401] });
     }
   });
 
