@@ -186,6 +186,27 @@ describe.each(TOPOLOGIES)('review: two instances on one store (%s), the next req
     }
   });
 
+  it('retryWorkflows by { name, tag } on B right after the failure reported on A retries it, and failures on B counts it until then, 10 of 10', async () => {
+    const scope = { appId: 'demo', environment: 'dev' };
+    const RETRY = 'mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { matched changed } }';
+    const name = unique('FailedRun');
+    for (let i = 0; i < 10; i++) {
+      const tag = `f:${i}`;
+      const id = await apiA.dispatchWorkflow(name, { tag });
+      const [decision] = await poll(a, scope, { workflows: [name] }, { waitMs: 5000 });
+      expect(decision).toMatchObject({ kind: 'DECISION', workflowId: id });
+      const failed = await gql(a, REPORT_WORK, {
+        input: { ...scope, workerId: 'review-f', decisions: [{ ref: decision.ref, decisionId: decision.decisionId, commands: JSON.stringify([{ type: 'FailWorkflow', error: { message: `boom ${i}` } }]) }] },
+      }, a.token);
+      expect(expectData(failed).reportWork).toEqual({ accepted: 1, rejected: [] });
+      const failures = expectData(await apiB.gql('{ failures(appId: "demo", environment: "dev") { name count } }')).failures;
+      expect({ i, failures: failures.filter((f: { name: string }) => f.name === name) }).toEqual({ i, failures: [{ name, count: 1 }] });
+      expect({ i, retried: expectData(await apiB.gql(RETRY, { input: { ...scope, selector: { name, tag } } })).retryWorkflows }).toEqual({ i, retried: { matched: 1, changed: 1 } });
+      expect(await apiA.state(id)).toBe('RUNNING');
+      expect(await apiB.act('terminate', { id })).toMatchObject({ matched: 1, changed: 1 });
+    }
+  });
+
   it('heartbeat and reportWork on B right after a claim on A are taken; retryTask on B right after the failure reported on A runs it again, 10 of 10', async () => {
     const scope = { appId: 'demo', environment: 'dev' };
     for (let i = 0; i < 10; i++) {
