@@ -228,6 +228,23 @@ describe.each(TOPOLOGIES)('review: two instances on one store (%s), the next req
       expect(await apiB.task(id)).toMatchObject({ state: 'COMPLETED' });
     }
   });
+
+  it('B restarted on its store and read models while A wrote: the first requests on B see what A acknowledged meanwhile', async () => {
+    const name = unique('WhileDown');
+    let written = { running: '', paused: '', task: '', schedule: '' };
+    b = await pair.restartB(async () => {
+      const running = await apiA.dispatchWorkflow(name, { tag: 'running' });
+      const paused = await apiA.dispatchWorkflow(name, { tag: 'paused' });
+      expect(await apiA.act('pause', { id: paused })).toMatchObject({ matched: 1, changed: 1 });
+      written = { running, paused, task: await apiA.dispatchTask(name), schedule: await sa.scheduleTask({ cron: '0 0 1 1 *', name, input: '[]' }) };
+    });
+    apiB = new Client({ ...b, token: a.token } as Service, 'demo', 'dev');
+    sb = new Schedules(b, 'dev', 'demo', a.token);
+    expect(await apiB.act('send', { name, tag: 'running' }, { name: 'Hello', data: '[]' })).toEqual({ status: 'OK', matched: 1, changed: 1, workflowIds: [written.running] });
+    expect(await apiB.state(written.paused)).toBe('PAUSED');
+    expect(await apiB.task(written.task)).toMatchObject({ id: written.task, state: 'PENDING' });
+    expect((await sb.schedule(written.schedule))?.state).toBe('ACTIVE');
+  });
 });
 
 describe.each(TOPOLOGIES)('review: MAX_SCHEDULES_PER_APP across two instances (%s)', (_title, topology) => {

@@ -9,15 +9,40 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startFakeEsdb } from './fake-esdb-process.js';
-import { Service, freshStoreUrl, startService } from './service.js';
+import { Service, ServiceOptions, freshStoreUrl, startService } from './service.js';
 
 export interface InstancePair {
   a: Service;
   b: Service;
   /** The store both use (`sqlite:<file>` or the fake server's `esdb://…`), for the CLI. */
   storeUrl: string;
+  /**
+   * Stops B (SIGTERM), runs `meanwhile` (writes through A while B is down), and starts B again on
+   * the same store and read models; `b` is then the new one.
+   */
+  restartB(meanwhile?: () => Promise<void>): Promise<Service>;
   /** Stops both instances, then the fake server if there is one. */
   stop(): Promise<void>;
+}
+
+/** A pair of `startService` options, A's and B's; the pair's `b` follows restarts. */
+function pairOf(a: Service, b: Service, storeUrl: string, bOptions: ServiceOptions, after: () => Promise<void> = async () => undefined): InstancePair {
+  const pair: InstancePair = {
+    a,
+    b,
+    storeUrl,
+    restartB: async (meanwhile = async () => undefined) => {
+      await pair.b.stop();
+      await meanwhile();
+      pair.b = await startService(bOptions);
+      return pair.b;
+    },
+    stop: async () => {
+      await Promise.all([pair.a.stop(), pair.b.stop()]);
+      await after();
+    },
+  };
+  return pair;
 }
 
 export interface Topology {
@@ -30,8 +55,9 @@ const sqlite = (ownReadModels: boolean) => async (env: Record<string, string> = 
   const storeUrl = freshStoreUrl();
   const dir = dirname(storeUrl.slice('sqlite:'.length));
   const a = await startService({ storeUrl, env: { LOG_LEVEL: 'info', ...env, ...(ownReadModels ? { READ_MODEL_PATH: join(dir, 'rm-a.db') } : {}) } });
-  const b = await startService({ storeUrl, env: { LOG_LEVEL: 'info', ...env, ...(ownReadModels ? { READ_MODEL_PATH: join(dir, 'rm-b.db') } : {}) } });
-  return { a, b, storeUrl, stop: async () => void (await Promise.all([a.stop(), b.stop()])) };
+  const bOptions: ServiceOptions = { storeUrl, env: { LOG_LEVEL: 'info', ...env, ...(ownReadModels ? { READ_MODEL_PATH: join(dir, 'rm-b.db') } : {}) } };
+  const b = await startService(bOptions);
+  return pairOf(a, b, storeUrl, bOptions);
 };
 
 async function esdb(env: Record<string, string> = {}): Promise<InstancePair> {
@@ -41,17 +67,10 @@ async function esdb(env: Record<string, string> = {}): Promise<InstancePair> {
   try {
     const a = await startService({ storeUrl: fake.url, env: { LOG_LEVEL: 'info', ...env, READ_MODEL_PATH: join(dir, 'rm-a.db') } });
     started.push(a);
-    const b = await startService({ storeUrl: fake.url, env: { LOG_LEVEL: 'info', ...env, READ_MODEL_PATH: join(dir, 'rm-b.db') } });
+    const bOptions: ServiceOptions = { storeUrl: fake.url, env: { LOG_LEVEL: 'info', ...env, READ_MODEL_PATH: join(dir, 'rm-b.db') } };
+    const b = await startService(bOptions);
     started.push(b);
-    return {
-      a,
-      b,
-      storeUrl: fake.url,
-      stop: async () => {
-        await Promise.all([a.stop(), b.stop()]);
-        await fake.stop();
-      },
-    };
+    return pairOf(a, b, fake.url, bOptions, () => fake.stop());
   } catch (error) {
     await Promise.all(started.map((s) => s.stop()));
     await fake.stop();
