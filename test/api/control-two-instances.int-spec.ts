@@ -132,6 +132,17 @@ describe.each([SQLITE_SHARED_READ_MODELS, ESDB_FAKE_OWN_READ_MODELS].map((t) => 
     expect(JSON.parse(done!.output!)).toEqual(['a', 'b', 'c']);
   });
 
+  it('events sent through B right after the dispatch through A, with the worker parked on A (eager start), are all taken in order, 10 of 10', async () => {
+    for (let i = 0; i < 10; i++) {
+      const id = await onA.dispatchWorkflow({ appId: APP, environment: ENV, name: 'RevTarget', input: [] });
+      for (const v of [`x${i}`, `y${i}`, 'stop']) {
+        expect(await onB.sendEventToWorkflows({ appId: APP, environment: ENV, selector: { id }, name: 'item', data: [v] })).toMatchObject({ matched: 1, changed: 1 });
+      }
+      const done = await onB.awaitWorkflow(APP, ENV, id, { timeoutMs: 15_000 });
+      expect({ i, state: done?.state, output: done?.output && JSON.parse(done.output) }).toEqual({ i, state: 'COMPLETED', output: [`x${i}`, `y${i}`] });
+    }
+  });
+
   it("a decision's heartbeat after its workflow was terminated tells the worker to stop, as a task's does", async () => {
     const scope = { appId: APP, environment: 'control-raw' };
     const id = await onA.dispatchWorkflow({ ...scope, name: 'RevRaw', input: [] });
