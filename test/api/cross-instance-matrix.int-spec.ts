@@ -290,3 +290,24 @@ describe.each(TOPOLOGIES)('review: MAX_SCHEDULES_PER_APP across two instances (%
     expect(answers).toEqual(answers.map(() => 'CREATED'));
   });
 });
+
+describe.each(TOPOLOGIES)("review: a token revoked with the CLI while the instances' projections lag behind the log (%s)", (_title, topology) => {
+  let pair: InstancePair;
+  beforeAll(async () => {
+    // Each instance's projection drops its subscription at ApiTokenRevoked and is 3 s restarting:
+    // a loaded instance's read models behind the log, for long enough to be seen.
+    pair = await topology.start({ BATON_FAULTS: 'projection-drop:ApiTokenRevoked:3000' });
+  }, 60_000);
+  afterAll(async () => {
+    await pair?.stop();
+  });
+
+  it('is refused by the next request on each instance, although their read models have not applied the revocation yet', async () => {
+    const VIEWER = '{ viewer { role } }';
+    const token = await createTokenViaCli(pair.storeUrl, ['demo']);
+    for (const s of [pair.a, pair.b]) expect((await s.gql(VIEWER, undefined, token)).status).toBe(200);
+    await revokeTokenViaCli(pair.storeUrl, tokenIdOf(token));
+    const after = [(await pair.b.gql(VIEWER, undefined, token)).status, (await pair.a.gql(VIEWER, undefined, token)).status];
+    expect(after).toEqual([401, 401]);
+  });
+});
