@@ -4,7 +4,8 @@ import { Logger } from 'nestjs-pino';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module.js';
-import { type BatonConfig } from './config/config.js';
+import { resolve } from 'node:path';
+import { type BatonConfig, readModelPath } from './config/config.js';
 import { batonValidationPipe } from './graphql/validation.pipe.js';
 import { ProjectionRunner } from './event-store/projection-runner.js';
 import { ReadFence } from './event-store/read-fence.js';
@@ -49,7 +50,10 @@ export async function createApp(config: BatonConfig, options: { readModels?: 'aw
     reply.header('Retry-After', String(STARTING_RETRY_AFTER_S));
     return graphqlError(reply, 503, 'STORE_UNAVAILABLE', 'starting: the read models are catching up with the log; retry shortly');
   });
-  installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute, () => app.get(ReadFence), app.get(CLOCK));
+  // Read models apart from the embedded store's file (EventStoreDB; READ_MODEL_PATH): `baton tokens
+  // revoke` cannot mark them, so the token check reads the token's stream (auth.hook.ts).
+  const ownReadModels = !config.eventStoreUrl.startsWith('sqlite:') || resolve(config.readModelPath) !== resolve(readModelPath(config.eventStoreUrl, {}));
+  installAuth(fastify, app.get(TokensReadModel), config.rateLimitPerMinute, () => app.get(ReadFence), app.get(CLOCK), '/graphql', ownReadModels);
   installAdmission(fastify, app.get(BytesInFlight), config.bodyLimitBytes);
   await app.init();
   if (options.readModels !== 'later') await startReadModels(app);

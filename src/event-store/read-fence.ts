@@ -35,6 +35,19 @@ export class ReadFence {
     return this.atLeast(position);
   }
 
+  /**
+   * Waits until the read models include the newest event of one stream: one read of its last
+   * event, and a wait only when this instance has not applied it yet. Returns that event's
+   * position (-1 for an empty stream). Errors of the read itself are the store's (not
+   * `StoreUnavailable`); a wait past the deadline is `StoreUnavailable`.
+   */
+  async upToStream(streamId: string): Promise<bigint> {
+    const [last] = await this.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+    if (!last) return -1n;
+    if (last.position > this.projections.checkpoint) await this.atLeast(last.position);
+    return last.position;
+  }
+
   /** Waits until the read models include `position`. */
   async atLeast(position: bigint): Promise<bigint> {
     if (position > this.projections.checkpoint) {

@@ -75,6 +75,7 @@ export function installAuth(
   fence: () => ReadFence,
   clock: Clock = systemClock,
   graphqlPath = '/graphql',
+  ownReadModels = false,
 ): void {
   const limiter = new RateLimiter(rateLimitPerMinute);
   // One function for every request (set on the request, not made for it).
@@ -85,6 +86,7 @@ export function installAuth(
   // trustProxy the address is whatever X-Forwarded-For says, as attacker-chosen as a token id;
   // against ids that never repeat the line budget per interval is what holds.
   const unknownTokens = new ThrottledLog(clock, (line) => logger.log(line), UNKNOWN_TOKEN_LOG);
+  const storeReadFailures = new ThrottledLog(clock, (line) => logger.warn(line), UNKNOWN_TOKEN_LOG);
   // The request's context (request-hooks.ts) collects the position it wrote or read to.
   app.addHook('onSend', async (request, reply, payload) => {
     const position = request.batonContext?.position ?? -1n;
@@ -106,6 +108,24 @@ export function installAuth(
       return graphqlError(reply, 401, 'UNAUTHENTICATED', 'missing or malformed Authorization header: expected "Bearer <token>"');
     }
     let check = tokens.check(match[1]);
+    if (check.principal && ownReadModels) {
+      // Read models of this instance's own (next to EventStoreDB; READ_MODEL_PATH apart from the
+      // embedded store's file): a revocation another process acknowledged (`baton tokens revoke`)
+      // reaches them when their projection applies it, and until then the row read above still
+      // says active. The token's own stream says whether anything happened to it since: its last
+      // event is read, and waited for when this instance has not applied it yet.
+      const tokenId = check.principal.tokenId;
+      try {
+        await fence().upToStream(`apitoken-${tokenId}`);
+        check = tokens.check(match[1]);
+      } catch (error) {
+        // The token changed and this instance's read models did not get there in time: not
+        // accepted on what they say.
+        if (error instanceof StoreUnavailable) return graphqlError(reply, 503, 'STORE_UNAVAILABLE', error.message);
+        // The store did not answer the read: the read models' answer stands, as for every request before.
+        storeReadFailures.note('token-stream', (count) => `token check: could not read token ${tokenId}'s stream (${(error as Error).message}); went by the read models${count > 1 ? ` (${count} times)` : ''}`);
+      }
+    }
     if (check.reason === 'unknown') {
       // Minted elsewhere (another instance, the CLI) and not read here yet: catch up with the store's head once.
       const at = await fence().upToHead().catch((error: Error) => {
