@@ -5,6 +5,11 @@ import { ProjectionRunner } from './projection-runner.js';
 import { notePosition } from './request-position.js';
 
 const DEADLINE_MS = 10_000;
+/** How long `upToStream` waits for the store to answer its read (the token check's, on every request). */
+const STREAM_READ_TIMEOUT_MS = 2_000;
+
+/** The store did not answer `upToStream`'s read in time. */
+export class StreamReadTimeout extends Error {}
 
 /**
  * Read-your-writes across instances. A read that decides what a mutation acts on (a selector,
@@ -38,11 +43,23 @@ export class ReadFence {
   /**
    * Waits until the read models include the newest event of one stream: one read of its last
    * event, and a wait only when this instance has not applied it yet. Returns that event's
-   * position (-1 for an empty stream). Errors of the read itself are the store's (not
-   * `StoreUnavailable`); a wait past the deadline is `StoreUnavailable`.
+   * position (-1 for an empty stream). A read the store does not answer within `readTimeoutMs`
+   * rejects with the store's error or `StreamReadTimeout` (not `StoreUnavailable`, which is a wait
+   * for the read models past the deadline).
    */
-  async upToStream(streamId: string): Promise<bigint> {
-    const [last] = await this.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+  async upToStream(streamId: string, readTimeoutMs = STREAM_READ_TIMEOUT_MS): Promise<bigint> {
+    let timer: NodeJS.Timeout | undefined;
+    const read = this.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StreamReadTimeout(`no answer to a read of ${streamId} within ${readTimeoutMs} ms`)), readTimeoutMs);
+    });
+    let last: Awaited<typeof read>[number] | undefined;
+    try {
+      [last] = await Promise.race([read, timeout]);
+    } finally {
+      clearTimeout(timer);
+      read.catch(() => undefined);
+    }
     if (!last) return -1n;
     if (last.position > this.projections.checkpoint) await this.atLeast(last.position);
     return last.position;

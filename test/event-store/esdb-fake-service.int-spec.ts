@@ -28,9 +28,13 @@ afterAll(async () => {
 
 /** Starts the fake server process on a free port; resolves with its connection string. */
 async function startFake(): Promise<string> {
+  return (await startFakeProcess()).url;
+}
+
+async function startFakeProcess(): Promise<FakeEsdbProcess> {
   const fake = await startFakeEsdb({ statsPeriodMs: 200, standardProjections: true });
   fakes.push(fake);
-  return fake.url;
+  return fake;
 }
 
 const readModelPath = () => join(mkdtempSync(join(tmpdir(), 'baton-esdb-rm-')), 'read-models.db');
@@ -95,4 +99,15 @@ describe('Baton on a FAKE EventStoreDB server process (test/support/fake-esdb-se
     }
     expect((await engine.workflow(waiting)).state).toBe('RUNNING');
   }, 120_000);
+
+  it("with the server gone, a token the instance knows is still taken by viewer: the token check's read of the token's stream gives up and the read models' answer stands", async () => {
+    const fake = await startFakeProcess();
+    const service = await startService({ storeUrl: fake.url, env: { READ_MODEL_PATH: readModelPath() } });
+    services.push(service);
+    expect((await service.gql('{ viewer { role } }')).body).toEqual({ data: { viewer: { role: expect.any(String) } } });
+    await fake.stop();
+    const answer = await service.gql('{ viewer { role } }');
+    expect({ status: answer.status, body: answer.body }).toEqual({ status: 200, body: { data: { viewer: { role: expect.any(String) } } } });
+    await service.logged(/token check: could not read token \S+'s stream/);
+  }, 60_000);
 });
