@@ -114,7 +114,9 @@ const ended = (id: string) => client.awaitWorkflow(APP, ENV, id, { timeoutMs: 15
 
 describe('waitForEvent with a timeout, paused', () => {
   it('an event sent while paused, before the timeout came due, is what the wait answers after resume', async () => {
-    const id = await dispatch('RevWaitOrTimeout', [800]);
+    // The pause and the send must both land before the timeout comes due: 800 ms was missed once
+    // in CI while two-instance specs ran beside it (the timer won, and the wait answered null).
+    const id = await dispatch('RevWaitOrTimeout', [3_000]);
     await waitForType(id, 'TimerStarted');
     expect(await pause({ id })).toMatchObject({ changed: 1 });
     expect(await send({ id }, 'go', 'early')).toMatchObject({ changed: 1 });
