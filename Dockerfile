@@ -20,7 +20,8 @@ COPY src ./src
 COPY examples ./examples
 COPY test/support/fixtures ./test/support/fixtures
 COPY ui ./ui
-# The SDK, the service and CLI, and the dashboard (vite, into dist/ui).
+COPY scripts ./scripts
+# The SDK, the service and CLI, the service's bundle (dist/src/bundle) and the dashboard (vite, into dist/ui).
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-bookworm-slim

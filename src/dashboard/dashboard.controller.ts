@@ -4,7 +4,11 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 
-/** Where `npm run build` puts the dashboard (vite, from `ui/`): dist/ui beside dist/src. */
+/**
+ * Where `npm run build` puts the dashboard (vite, from `ui/`): dist/ui beside dist/src. This
+ * module runs from dist/src/dashboard/ or, bundled, from dist/src/bundle/: two levels under dist
+ * either way.
+ */
 export const DASHBOARD_DIR = resolve(import.meta.dirname, '../../ui');
 
 const TYPES: Record<string, string> = {
