@@ -9,10 +9,11 @@
  *
  * Kept out of the bundle, loaded from node_modules as before:
  * - native modules (better-sqlite3), which cannot be bundled;
- * - graphql and @opentelemetry/*: tracing (loaded by main.js before the service) patches graphql
- *   as it is imported, and graphql must be one copy for the schema's instanceof checks;
  * - the EventStoreDB client (gRPC): loaded only when EVENT_STORE_URL names EventStoreDB;
  * - pino and its transports, which start worker threads from their own files.
+ * graphql is inside: nothing outside the bundle imports it, so there is one copy for the schema's
+ * instanceof checks. With tracing on, main.js loads the files instead (the instrumentations patch
+ * graphql's and Nest's modules as they are imported).
  */
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -21,7 +22,7 @@ import { rolldown } from 'rolldown';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outDir = join(root, 'dist/src/bundle');
-const EXTERNAL = [/^better-sqlite3/, /\.node$/, /^graphql(\/|$)/, /^@opentelemetry\//, /^@eventstore\//, /^pino(-|\/|$)/, /^thread-stream(\/|$)/];
+const EXTERNAL = [/^better-sqlite3/, /\.node$/, /^@eventstore\//, /^pino(-|\/|$)/, /^thread-stream(\/|$)/];
 /**
  * Optional peers Nest imports only when an application uses them (microservices, Express, Apollo
  * federation, …), each inside a try: not installed here, so left to fail at run time, as they did
