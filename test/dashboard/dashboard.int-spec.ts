@@ -36,7 +36,7 @@ describe('dashboard', () => {
   const outside: string[] = [];
 
   beforeAll(async () => {
-    service = await startService({ env: { WORKER_GONE_MS: '1000' } });
+    [service, browser] = await Promise.all([startService({ env: { WORKER_GONE_MS: '1000' } }), hasChromium ? launchChromium() : Promise.resolve(undefined)]);
     readOnly = await createTokenViaCli(service.storeUrl, ['demo'], [], 'read-only');
     worker = await startWorker({ url: service.url, token: service.token, environment: ENV });
     const dispatch = (name: string, input: string, tag?: string) =>
@@ -51,9 +51,6 @@ describe('dashboard', () => {
       input: { ...scope, cron: '0 9 * * 1-5', name: 'Sequential', input: '["daily"]', timezone: 'Europe/Paris' },
     });
     scheduleId = schedule.body.data.scheduleWorkflow.id;
-    if (hasChromium) {
-      browser = await launchChromium();
-    }
   });
   afterAll(async () => {
     await browser?.close();
@@ -185,11 +182,14 @@ describe('dashboard', () => {
 
   itInBrowser('an auditor pages back through a filtered audit log by cursor and returns to the newest', async () => {
     // 101 pauses and resumes of the schedule: more matches for "SchedulePaused" than a page holds.
-    const control = (verb: 'pause' | 'resume') =>
-      service.gql(`mutation($input: ${verb === 'pause' ? 'Pause' : 'Resume'}ScheduleInput!) { ${verb}Schedule(input: $input) { state } }`, { input: { ...scope, id: scheduleId } });
-    for (let i = 0; i < 101; i++) {
-      expect((await control('pause')).body.errors).toBeUndefined();
-      expect((await control('resume')).body.errors).toBeUndefined();
+    // Each pause then its resume, 50 of each a request: GraphQL runs a mutation's fields one after another.
+    for (let first = 0; first < 101; first += 50) {
+      const pairs = Array.from({ length: Math.min(50, 101 - first) }, (_, k) => first + k);
+      const answer = await service.gql(
+        `mutation($pause: PauseScheduleInput!, $resume: ResumeScheduleInput!) { ${pairs.map((i) => `p${i}: pauseSchedule(input: $pause) { state } r${i}: resumeSchedule(input: $resume) { state }`).join(' ')} }`,
+        { pause: { ...scope, id: scheduleId }, resume: { ...scope, id: scheduleId } },
+      );
+      expect(answer.body.errors).toBeUndefined();
     }
     const { context, page } = await signIn(service.token);
     await nav(page, 'Audit');
