@@ -39,10 +39,7 @@ describe('explorers', () => {
   let browser: Browser | undefined;
 
   beforeAll(async () => {
-    service = await startService();
-    if (hasChromium) {
-      browser = await launchChromium();
-    }
+    [service, browser] = await Promise.all([startService(), hasChromium ? launchChromium() : Promise.resolve(undefined)]);
   });
   afterAll(async () => {
     await browser?.close();
