@@ -3,7 +3,7 @@
  * from an older checkpoint, the effects of a history already acted on: what it ended stays ended
  * once, and what it left running is left running.
  */
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createEventStore } from '../../src/event-store/create-event-store.js';
 import Database from '../../src/event-store/sqlite/better-sqlite3.js';
 import { uuidv7 } from '../../src/shared/ids.js';
@@ -206,108 +206,118 @@ describe('a child workflow its parent saw fail, retried after the parent continu
   }, 120_000);
 });
 
-describe('a child its parent awaited when the parent continued as new, recorded by an older version or by this one', () => {
+/**
+ * A parent whose first run started an awaited child and continued as new before the child was
+ * created (the effects never ran), then as many times again as `continues` has entries. Each
+ * entry is what its `WorkflowContinuedAsNew` says of the children: `awaitedChildren` as this
+ * version writes it, with or without `childrenEndedFrom` (the version before wrote no such field),
+ * or nothing as versions before both wrote it (they left such children running).
+ */
+async function writeParent(store: Awaited<ReturnType<typeof createEventStore>>, environment: string, continues: Array<Record<string, unknown>>): Promise<{ parentId: string; childId: string }> {
+  const parentId = uuidv7();
+  const childId = uuidv7();
+  const metadata = { actor: 'test', appId: APP, environment, correlationId: uuidv7() };
+  const dispatched = { workflowId: parentId, appId: APP, environment, name: 'ChildOrContinue', tag: null, input: ['t', 300, 0], parent: null, scheduleId: null, dispatchedAt: new Date().toISOString() };
+  await store.append(`workflow-${parentId}`, [
+    { id: uuidv7(), type: 'WorkflowDispatched', data: dispatched, metadata },
+    { id: uuidv7(), type: 'ChildWorkflowStarted', data: { seq: 0, childId, name: 'Child', args: ['raced'], tag: 't', wait: true }, metadata },
+    ...continues.map((children, i) => ({
+      id: uuidv7(),
+      type: 'WorkflowContinuedAsNew',
+      data: { ...dispatched, input: ['t', 300, 1, 'timed out'], run: i + 2, seqBase: 2 * (i + 1), version: 'ChildOrContinue', ...children },
+      metadata,
+    })),
+  ]);
+  return { parentId, childId };
+}
+
+/**
+ * The child failed, and its parent continued as new before it was told (the `ResolveChild` of
+ * the child's failure reached the new run, which has no such call): the continue-as-new listed
+ * the child as still running. Its effect found it failed and changed nothing; then an operator
+ * retried the child. The effects are then carried out again from the log's start.
+ */
+async function writeRetriedChild(store: Awaited<ReturnType<typeof createEventStore>>, environment: string): Promise<{ parentId: string; childId: string }> {
+  const parentId = uuidv7();
+  const childId = uuidv7();
+  const metadata = { actor: 'test', appId: APP, environment, correlationId: uuidv7() };
+  const at = new Date().toISOString();
+  const dispatched = { workflowId: parentId, appId: APP, environment, name: 'ChildOrContinue', tag: null, input: ['t', 300, 0], parent: null, scheduleId: null, dispatchedAt: at };
+  await store.append(`workflow-${parentId}`, [
+    { id: uuidv7(), type: 'WorkflowDispatched', data: dispatched, metadata },
+    { id: uuidv7(), type: 'ChildWorkflowStarted', data: { seq: 0, childId, name: 'Child', args: ['raced'], tag: 't', wait: true }, metadata },
+  ]);
+  const child = { workflowId: childId, appId: APP, environment, name: 'Child', tag: 't', input: ['raced'], parent: { workflowId: parentId, seq: 0 }, scheduleId: null, dispatchedAt: at };
+  await store.append(`workflow-${childId}`, [
+    { id: uuidv7(), type: 'WorkflowDispatched', data: child, metadata },
+    { id: uuidv7(), type: 'WorkflowFailed', data: { error: { message: 'charge declined' } }, metadata },
+  ]);
+  await store.append(`workflow-${parentId}`, [
+    {
+      id: uuidv7(),
+      type: 'WorkflowContinuedAsNew',
+      data: { ...dispatched, input: ['t', 300, 1, 'timed out'], run: 2, seqBase: 2, version: 'ChildOrContinue', awaitedChildren: [childId], childrenEndedFrom: 0 },
+      metadata,
+    },
+  ]);
+  await store.append(`workflow-${childId}`, [{ id: uuidv7(), type: 'WorkflowRetried', data: { resetTasks: [], retriedAt: new Date().toISOString() }, metadata }]);
+  return { parentId, childId };
+}
+
+/**
+ * The histories of the two describes below (each in its own environment) are written into one
+ * store before one instance starts on it: its effects reactor starts from the log's start and
+ * carries out the effects of both, as it would of either alone.
+ */
+describe('histories written before the instance started (its effects reactor at the log\'s start)', () => {
   let service: Service | undefined;
-  afterAll(async () => {
-    await service?.stop();
-  });
-
-  /**
-   * A parent whose first run started an awaited child and continued as new before the child was
-   * created (the effects never ran), then as many times again as `continues` has entries. Each
-   * entry is what its `WorkflowContinuedAsNew` says of the children: `awaitedChildren` as this
-   * version writes it, with or without `childrenEndedFrom` (the version before wrote no such field),
-   * or nothing as versions before both wrote it (they left such children running).
-   */
-  async function writeParent(store: Awaited<ReturnType<typeof createEventStore>>, environment: string, continues: Array<Record<string, unknown>>): Promise<{ parentId: string; childId: string }> {
-    const parentId = uuidv7();
-    const childId = uuidv7();
-    const metadata = { actor: 'test', appId: APP, environment, correlationId: uuidv7() };
-    const dispatched = { workflowId: parentId, appId: APP, environment, name: 'ChildOrContinue', tag: null, input: ['t', 300, 0], parent: null, scheduleId: null, dispatchedAt: new Date().toISOString() };
-    await store.append(`workflow-${parentId}`, [
-      { id: uuidv7(), type: 'WorkflowDispatched', data: dispatched, metadata },
-      { id: uuidv7(), type: 'ChildWorkflowStarted', data: { seq: 0, childId, name: 'Child', args: ['raced'], tag: 't', wait: true }, metadata },
-      ...continues.map((children, i) => ({
-        id: uuidv7(),
-        type: 'WorkflowContinuedAsNew',
-        data: { ...dispatched, input: ['t', 300, 1, 'timed out'], run: i + 2, seqBase: 2 * (i + 1), version: 'ChildOrContinue', ...children },
-        metadata,
-      })),
-    ]);
-    return { parentId, childId };
-  }
-
-  it('ends it when this version recorded the continue-as-new, and leaves it running when an older one did, even if this one continued after it', async () => {
+  const formats = unique('continued-formats');
+  const retriedEnvironment = unique('continued-retried');
+  let older: { parentId: string; childId: string };
+  let current: { parentId: string; childId: string };
+  let previous: { parentId: string; childId: string };
+  let olderThenCurrent: { parentId: string; childId: string };
+  let retriedChild: { parentId: string; childId: string };
+  beforeAll(async () => {
     const storeUrl = freshStoreUrl();
-    const environment = unique('continued-formats');
     const store = await createEventStore(storeUrl);
-    const older = await writeParent(store, environment, [{}]);
-    const current = await writeParent(store, environment, [{ awaitedChildren: [], childrenEndedFrom: 0 }]);
+    older = await writeParent(store, formats, [{}]);
+    current = await writeParent(store, formats, [{ awaitedChildren: [], childrenEndedFrom: 0 }]);
     // The version before this one listed the children without saying from where: taken as from the start.
-    const previous = await writeParent(store, environment, [{ awaitedChildren: [] }]);
+    previous = await writeParent(store, formats, [{ awaitedChildren: [] }]);
     // An older version's continue-as-new, then this version's: the second ended only its own run's children (from seq 2 on).
-    const olderThenCurrent = await writeParent(store, environment, [{}, { awaitedChildren: [], childrenEndedFrom: 2 }]);
+    olderThenCurrent = await writeParent(store, formats, [{}, { awaitedChildren: [], childrenEndedFrom: 2 }]);
+    retriedChild = await writeRetriedChild(store, retriedEnvironment);
     await store.close();
     // Its effects reactor starts from the log's start: each child is created by its creation effect.
     service = await startService({ storeUrl });
-    const engine = new Engine(service, environment);
-    for (const ended of [current, previous]) {
-      await engine.waitForState(ended.childId, 'TERMINATED');
-      expect(ofType(await engine.history(ended.childId), 'WorkflowTerminated').map((e) => e.data.reason)).toEqual([`its parent workflow ${ended.parentId} continued as new without waiting for it`]);
-    }
-    await engine.effectsCaughtUp();
-    for (const left of [older, olderThenCurrent]) {
-      expect((await engine.workflow(left.childId)).state).toBe('RUNNING');
-      expect(ofType(await engine.history(left.childId), 'WorkflowTerminated')).toEqual([]);
-    }
   }, 60_000);
-});
-
-describe('a child that failed while its parent continued as new, retried since', () => {
-  let service: Service | undefined;
   afterAll(async () => {
     await service?.stop();
   });
 
-  /**
-   * The child failed, and its parent continued as new before it was told (the `ResolveChild` of
-   * the child's failure reached the new run, which has no such call): the continue-as-new listed
-   * the child as still running. Its effect found it failed and changed nothing; then an operator
-   * retried the child. The effects are then carried out again from the log's start.
-   */
-  it('runs on across a replay of its parent\'s continue-as-new effect, as it did when that effect first ran', async () => {
-    const storeUrl = freshStoreUrl();
-    const environment = unique('continued-retried');
-    const store = await createEventStore(storeUrl);
-    const parentId = uuidv7();
-    const childId = uuidv7();
-    const metadata = { actor: 'test', appId: APP, environment, correlationId: uuidv7() };
-    const at = new Date().toISOString();
-    const dispatched = { workflowId: parentId, appId: APP, environment, name: 'ChildOrContinue', tag: null, input: ['t', 300, 0], parent: null, scheduleId: null, dispatchedAt: at };
-    await store.append(`workflow-${parentId}`, [
-      { id: uuidv7(), type: 'WorkflowDispatched', data: dispatched, metadata },
-      { id: uuidv7(), type: 'ChildWorkflowStarted', data: { seq: 0, childId, name: 'Child', args: ['raced'], tag: 't', wait: true }, metadata },
-    ]);
-    const child = { workflowId: childId, appId: APP, environment, name: 'Child', tag: 't', input: ['raced'], parent: { workflowId: parentId, seq: 0 }, scheduleId: null, dispatchedAt: at };
-    await store.append(`workflow-${childId}`, [
-      { id: uuidv7(), type: 'WorkflowDispatched', data: child, metadata },
-      { id: uuidv7(), type: 'WorkflowFailed', data: { error: { message: 'charge declined' } }, metadata },
-    ]);
-    await store.append(`workflow-${parentId}`, [
-      {
-        id: uuidv7(),
-        type: 'WorkflowContinuedAsNew',
-        data: { ...dispatched, input: ['t', 300, 1, 'timed out'], run: 2, seqBase: 2, version: 'ChildOrContinue', awaitedChildren: [childId], childrenEndedFrom: 0 },
-        metadata,
-      },
-    ]);
-    await store.append(`workflow-${childId}`, [{ id: uuidv7(), type: 'WorkflowRetried', data: { resetTasks: [], retriedAt: new Date().toISOString() }, metadata }]);
-    await store.close();
+  describe('a child its parent awaited when the parent continued as new, recorded by an older version or by this one', () => {
+    it('ends it when this version recorded the continue-as-new, and leaves it running when an older one did, even if this one continued after it', async () => {
+      const engine = new Engine(service!, formats);
+      for (const ended of [current, previous]) {
+        await engine.waitForState(ended.childId, 'TERMINATED');
+        expect(ofType(await engine.history(ended.childId), 'WorkflowTerminated').map((e) => e.data.reason)).toEqual([`its parent workflow ${ended.parentId} continued as new without waiting for it`]);
+      }
+      await engine.effectsCaughtUp();
+      for (const left of [older, olderThenCurrent]) {
+        expect((await engine.workflow(left.childId)).state).toBe('RUNNING');
+        expect(ofType(await engine.history(left.childId), 'WorkflowTerminated')).toEqual([]);
+      }
+    }, 60_000);
+  });
 
-    service = await startService({ storeUrl });
-    const engine = new Engine(service, environment);
-    await engine.effectsCaughtUp();
-    expect(ofType(await engine.history(childId), 'WorkflowTerminated')).toEqual([]);
-    expect((await engine.workflow(childId)).state).toBe('RUNNING');
-  }, 60_000);
+  describe('a child that failed while its parent continued as new, retried since', () => {
+    it('runs on across a replay of its parent\'s continue-as-new effect, as it did when that effect first ran', async () => {
+      const engine = new Engine(service!, retriedEnvironment);
+      const { childId } = retriedChild;
+      await engine.effectsCaughtUp();
+      expect(ofType(await engine.history(childId), 'WorkflowTerminated')).toEqual([]);
+      expect((await engine.workflow(childId)).state).toBe('RUNNING');
+    }, 60_000);
+  });
 });
