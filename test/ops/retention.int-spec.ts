@@ -16,6 +16,17 @@ const rowsOf = (storeUrl: string, workflowId: string): number => {
   }
 };
 
+/**
+ * One instance as started by default (retention off), for the tests that need no more of it: each
+ * works in its own environment and counts only there, and none deletes anything through retention.
+ * Started by the first test that asks for it.
+ */
+let defaultInstance: Promise<Service> | undefined;
+const defaultService = (): Promise<Service> => (defaultInstance ??= startService({ env: { LOG_LEVEL: 'info' } }));
+afterAll(async () => {
+  await (await defaultInstance?.catch(() => undefined))?.stop();
+});
+
 describe('retention (RETENTION_DAYS)', () => {
   const running: Array<Service | FixtureWorker> = [];
   afterAll(async () => {
@@ -65,8 +76,7 @@ describe('retention (RETENTION_DAYS)', () => {
   });
 
   it('is off by default', async () => {
-    const service = await startService({ env: { LOG_LEVEL: 'info' } });
-    running.push(service);
+    const service = await defaultService();
     await waitFor(() => /listening on/.test(service.output()), { description: 'the start-up log' });
     expect(service.output()).not.toMatch(/deleting finished workflows/);
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
@@ -287,7 +297,6 @@ describe('retryWorkflows while another instance is deleting the workflows it lis
   let worker: FixtureWorker | undefined;
   afterAll(async () => {
     await worker?.stop();
-    await service?.stop();
   });
 
   it('skips a workflow whose stream is gone and retries the others: no error after retrying part of them', async () => {
@@ -295,7 +304,7 @@ describe('retryWorkflows while another instance is deleting the workflows it lis
     // WorkflowsExpired after: meanwhile this instance's read model still lists them as FAILED.
     // Deleting one stream's rows here is that moment. Retrying the gone workflow failed the whole
     // request (INTERNAL_SERVER_ERROR, or NOT_FOUND) after the workflows before it were retried.
-    service = await startService();
+    service = await defaultService();
     const environment = unique('swept');
     worker = await startWorker({ url: service.url, token: service.token, environment });
     const engine = new Engine(service, environment);
