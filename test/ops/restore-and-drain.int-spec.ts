@@ -89,19 +89,36 @@ async function stopAndCountWhileDraining(service: Service, operation: string): P
   return lines.slice(drainingAt).filter((l) => l.operation === operation).length;
 }
 
-describe('a worker polling an instance that drains for SHUTDOWN_DELAY_MS', () => {
-  const stopped: Array<Service | FixtureWorker> = [];
-  afterAll(async () => {
-    for (const s of stopped.reverse()) await s.stop();
-  });
-
-  it('is not answered empty at once poll after poll (a busy loop of polls for the whole delay)', async () => {
+/**
+ * One instance drains for SHUTDOWN_DELAY_MS with both clients the two describes below are about
+ * parked on it: a worker's polls (environment `drain-poll`) and a client's awaitWorkflow on a
+ * workflow no worker runs (environment `drain-await`). Each counts only its own operation from the
+ * start of the drain on. Set up and stopped by the first test that asks for it.
+ */
+let drain: Promise<{ service: Service; worker: FixtureWorker; waiting: Promise<unknown> }> | undefined;
+const drained = (): Promise<{ service: Service; worker: FixtureWorker; waiting: Promise<unknown> }> =>
+  (drain ??= (async () => {
     const service = await startService({ env: { SHUTDOWN_DELAY_MS: '3000', SHUTDOWN_GRACE_MS: '10000', LOG_LEVEL: 'info' } });
-    const environment = unique('drain-poll');
-    const worker = await startWorker({ url: service.url, token: service.token, environment });
-    stopped.push(worker);
-    // Parked: its polls wait for work (up to their waitMs), nothing hurries them.
+    const worker = await startWorker({ url: service.url, token: service.token, environment: unique('drain-poll') });
+    // Parked: the worker's polls wait for work (up to their waitMs), nothing hurries them.
     await waitFor(async () => /baton_long_polls_parked [1-9]/.test(await (await fetch(`${service.url}/metrics`)).text()), { timeoutMs: 15_000, description: "the worker's polls to park" });
+    const engine = new Engine(service, unique('drain-await'));
+    const id = await engine.dispatch('Noop'); // no worker of its environment: it stays running
+    // The SDK's awaitWorkflow asks again whenever an answer comes back with the workflow still running.
+    const waiting = engine.client.awaitWorkflow('demo', engine.environment, id, { timeoutMs: 8_000 }).catch(() => null);
+    await waitFor(async () => /baton_await_workflow_waiting 1\b/.test(await (await fetch(`${service.url}/metrics`)).text()), { timeoutMs: 10_000, description: 'the await to park' });
+    return { service, worker, waiting };
+  })());
+
+afterAll(async () => {
+  const setUp = await drain?.catch(() => undefined);
+  await setUp?.worker.stop();
+  await setUp?.service.stop();
+});
+
+describe('a worker polling an instance that drains for SHUTDOWN_DELAY_MS', () => {
+  it('is not answered empty at once poll after poll (a busy loop of polls for the whole delay)', async () => {
+    const { service } = await drained();
     // Within SHUTDOWN_GRACE_MS, exit code 0: the polls that waited were answered when it closed.
     const pollsWhileDraining = await stopAndCountWhileDraining(service, 'pollWork');
     // Two pollers (decisions, tasks); each parked poll is answered once, and a poll again gets no
@@ -112,12 +129,7 @@ describe('a worker polling an instance that drains for SHUTDOWN_DELAY_MS', () =>
 
 describe('a client awaiting a result from an instance that drains for SHUTDOWN_DELAY_MS', () => {
   it('is not answered at once, await after await, for the whole delay', async () => {
-    const service = await startService({ env: { SHUTDOWN_DELAY_MS: '3000', SHUTDOWN_GRACE_MS: '10000', LOG_LEVEL: 'info' } });
-    const engine = new Engine(service, unique('drain-await'));
-    const id = await engine.dispatch('Noop'); // no worker: it stays running
-    // The SDK's awaitWorkflow asks again whenever an answer comes back with the workflow still running.
-    const waiting = engine.client.awaitWorkflow('demo', engine.environment, id, { timeoutMs: 8_000 }).catch(() => null);
-    await waitFor(async () => /baton_await_workflow_waiting 1\b/.test(await (await fetch(`${service.url}/metrics`)).text()), { timeoutMs: 10_000, description: 'the await to park' });
+    const { service, waiting } = await drained();
     const awaitsWhileDraining = await stopAndCountWhileDraining(service, 'awaitWorkflow');
     // The parked one is answered at drain, the next waits for the close: a few, not hundreds.
     expect(awaitsWhileDraining).toBeLessThan(10);
