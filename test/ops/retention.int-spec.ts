@@ -19,13 +19,17 @@ const rowsOf = (storeUrl: string, workflowId: string): number => {
 /**
  * One instance as started by default (retention off), for the tests that need no more of it: each
  * works in its own environment and counts only there, and none deletes anything through retention.
- * Started by the first test that asks for it.
+ * Started by the first test that asks for it; the two describes that use it come first, and the
+ * second stops it.
  */
 let defaultInstance: Promise<Service> | undefined;
 const defaultService = (): Promise<Service> => (defaultInstance ??= startService({ env: { LOG_LEVEL: 'info' } }));
-afterAll(async () => {
-  await (await defaultInstance?.catch(() => undefined))?.stop();
-});
+const stopDefaultService = async (): Promise<void> => {
+  const started = defaultInstance;
+  defaultInstance = undefined;
+  await (await started?.catch(() => undefined))?.stop();
+};
+afterAll(stopDefaultService);
 
 describe('retention (RETENTION_DAYS)', () => {
   const running: Array<Service | FixtureWorker> = [];
@@ -81,6 +85,43 @@ describe('retention (RETENTION_DAYS)', () => {
     expect(service.output()).not.toMatch(/deleting finished workflows/);
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/^baton_retention_workflows_deleted_total 0$/m);
+  });
+});
+
+describe('retryWorkflows while another instance is deleting the workflows it lists', () => {
+  let service: Service | undefined;
+  let worker: FixtureWorker | undefined;
+  afterAll(async () => {
+    await worker?.stop();
+    // The last to use the default instance: it does not sit idle while the describes below run.
+    await stopDefaultService();
+  });
+
+  it('skips a workflow whose stream is gone and retries the others: no error after retrying part of them', async () => {
+    // A sweep on another instance deletes the streams one statement at a time and records
+    // WorkflowsExpired after: meanwhile this instance's read model still lists them as FAILED.
+    // Deleting one stream's rows here is that moment. Retrying the gone workflow failed the whole
+    // request (INTERNAL_SERVER_ERROR, or NOT_FOUND) after the workflows before it were retried.
+    service = await defaultService();
+    const environment = unique('swept');
+    worker = await startWorker({ url: service.url, token: service.token, environment });
+    const engine = new Engine(service, environment);
+    const ids = await Promise.all(Array.from({ length: 6 }, () => engine.dispatch('Thrower', ['boom'])));
+    for (const id of ids) await engine.waitForState(id, 'FAILED');
+    await worker.stop(); // retried workflows stay RUNNING
+    const gone = ids[3];
+    const db = new Database(service.storeUrl.slice('sqlite:'.length));
+    try {
+      db.pragma('busy_timeout = 10000');
+      db.prepare('DELETE FROM events WHERE stream_id = ?').run(`workflow-${gone}`);
+    } finally {
+      db.close();
+    }
+    const retry = (selector: Record<string, string>) =>
+      gql(service!, 'mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { status matched changed } }', { input: { appId: 'demo', environment, selector } });
+    expect(expectData(await retry({ name: 'Thrower' })).retryWorkflows).toEqual({ status: 'OK', matched: 6, changed: 5 });
+    for (const id of ids.filter((id) => id !== gone)) expect((await engine.workflow(id)).state).toBe('RUNNING');
+    expect(expectData(await retry({ id: gone })).retryWorkflows).toEqual({ status: 'OK', matched: 1, changed: 0 });
   });
 });
 
@@ -289,40 +330,5 @@ describe('what retention remembers of the streams it deletes (deleted_streams)',
     for (const id of children) expect(rows).not.toContain(`workflow-${id}`);
     // Nor kept for the parent: deleted, its log can no longer replay the children's creation.
     expect(rememberedFor(`workflow-${keyed}`)).toEqual([]);
-  });
-});
-
-describe('retryWorkflows while another instance is deleting the workflows it lists', () => {
-  let service: Service | undefined;
-  let worker: FixtureWorker | undefined;
-  afterAll(async () => {
-    await worker?.stop();
-  });
-
-  it('skips a workflow whose stream is gone and retries the others: no error after retrying part of them', async () => {
-    // A sweep on another instance deletes the streams one statement at a time and records
-    // WorkflowsExpired after: meanwhile this instance's read model still lists them as FAILED.
-    // Deleting one stream's rows here is that moment. Retrying the gone workflow failed the whole
-    // request (INTERNAL_SERVER_ERROR, or NOT_FOUND) after the workflows before it were retried.
-    service = await defaultService();
-    const environment = unique('swept');
-    worker = await startWorker({ url: service.url, token: service.token, environment });
-    const engine = new Engine(service, environment);
-    const ids = await Promise.all(Array.from({ length: 6 }, () => engine.dispatch('Thrower', ['boom'])));
-    for (const id of ids) await engine.waitForState(id, 'FAILED');
-    await worker.stop(); // retried workflows stay RUNNING
-    const gone = ids[3];
-    const db = new Database(service.storeUrl.slice('sqlite:'.length));
-    try {
-      db.pragma('busy_timeout = 10000');
-      db.prepare('DELETE FROM events WHERE stream_id = ?').run(`workflow-${gone}`);
-    } finally {
-      db.close();
-    }
-    const retry = (selector: Record<string, string>) =>
-      gql(service!, 'mutation($input: RetryWorkflowsInput!) { retryWorkflows(input: $input) { status matched changed } }', { input: { appId: 'demo', environment, selector } });
-    expect(expectData(await retry({ name: 'Thrower' })).retryWorkflows).toEqual({ status: 'OK', matched: 6, changed: 5 });
-    for (const id of ids.filter((id) => id !== gone)) expect((await engine.workflow(id)).state).toBe('RUNNING');
-    expect(expectData(await retry({ id: gone })).retryWorkflows).toEqual({ status: 'OK', matched: 1, changed: 0 });
   });
 });
