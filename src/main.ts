@@ -3,8 +3,8 @@
  * loaded, so the service itself is imported only afterwards.
  *
  * The service is loaded from the one module `npm run build` bundles it into
- * (scripts/bundle-server.mjs: dist/src/bundle/server.mjs), which starts it in about two thirds of
- * the time its 2,600 files take one by one. Where only `tsc` ran since (no bundle, or one older
+ * (scripts/bundle-server.mjs: dist/src/bundle/server.mjs), which starts it with half the CPU its
+ * 2,600 files take one by one. Where only `tsc` ran since (no bundle, or one older
  * than tsc's output), the files tsc wrote are loaded instead: the same code, never a stale copy.
  * With tracing on, the files are loaded too: the NestJS instrumentation patches @nestjs/core's own
  * modules as they are imported, and those are inside the bundle.

@@ -124,6 +124,24 @@ export async function createTokenViaCli(storeUrl: string, apps: string[], enviro
 
 export { ROOT };
 
+/**
+ * Runs the mutations `calls` (root field, its input type, its input) in order, `perRequest`
+ * aliased fields a request: GraphQL runs a mutation's fields one after another, so each does what a
+ * request of its own would have done. Throws on a request that answers errors; returns the `id`
+ * each field answered. For the many set-up writes a test needs before what it checks.
+ */
+export async function mutateInOrder(service: Service, calls: Array<[field: string, inputType: string, input: Record<string, unknown>]>, perRequest = 100): Promise<string[]> {
+  const ids: string[] = [];
+  for (let first = 0; first < calls.length; first += perRequest) {
+    const chunk = calls.slice(first, first + perRequest);
+    const query = `mutation(${chunk.map(([, type], k) => `$i${k}: ${type}!`).join(', ')}) { ${chunk.map(([field], k) => `m${k}: ${field}(input: $i${k}) { id }`).join(' ')} }`;
+    const answer = await service.gql(query, Object.fromEntries(chunk.map(([, , input], k) => [`i${k}`, input])));
+    if (answer.status !== 200 || answer.body.errors || !answer.body.data) throw new Error(`mutateInOrder: ${answer.status} ${JSON.stringify(answer.body.errors ?? answer.body)}`);
+    ids.push(...chunk.map((_, k) => answer.body.data[`m${k}`].id as string));
+  }
+  return ids;
+}
+
 /** The `msg` of every JSON log line (the raw line for anything else), one a line. */
 export function logMessages(output: string): string {
   return output
